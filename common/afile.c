@@ -1,0 +1,117 @@
+/*
+ * afile.c: atomic file replacement.
+ * SPDX-License-Identifier: ISC
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "afile.h"
+#include "buf.h"
+#include "xmem.h"
+
+int
+afile_open(struct afile *a, const char *path)
+{
+	struct buf b = BUF_INIT;
+	int fd;
+
+	memset(a, 0, sizeof(*a));
+	buf_printf(&b, "%s.tmp.XXXXXX", path);
+	if ((fd = mkstemp(b.p)) == -1) {
+		buf_free(&b);
+		return -1;
+	}
+	if ((a->fp = fdopen(fd, "w")) == NULL) {
+		int e = errno;
+
+		close(fd);
+		unlink(b.p);
+		buf_free(&b);
+		errno = e;
+		return -1;
+	}
+	/* mkstemp makes 0600; batch and ledger files are ordinary files. */
+	{
+		mode_t um = umask(0);
+
+		umask(um);
+		fchmod(fd, 0666 & ~um);
+	}
+	a->tmp = b.p;
+	a->path = xstrdup(path);
+	return 0;
+}
+
+int
+fsync_dir(const char *path)
+{
+	char *d = xstrdup(path), *s;
+	int fd, rc;
+
+	s = strrchr(d, '/');
+	if (s == NULL)
+		strcpy(d, ".");
+	else if (s == d)
+		d[1] = '\0';
+	else
+		*s = '\0';
+	if ((fd = open(d, O_RDONLY | O_DIRECTORY)) == -1) {
+		free(d);
+		return -1;
+	}
+	rc = fsync(fd);
+	/* Some file systems refuse fsync on a directory; that is not a loss. */
+	if (rc == -1 && (errno == EINVAL || errno == EBADF))
+		rc = 0;
+	close(fd);
+	free(d);
+	return rc;
+}
+
+int
+afile_commit(struct afile *a, const char *newpath)
+{
+	const char *dst = newpath ? newpath : a->path;
+	int rc = 0, e = 0;
+
+	if (fflush(a->fp) != 0 || ferror(a->fp) || fsync(fileno(a->fp)) != 0) {
+		e = errno;
+		rc = -1;
+	}
+	if (fclose(a->fp) != 0 && rc == 0) {
+		e = errno;
+		rc = -1;
+	}
+	a->fp = NULL;
+	if (rc == 0 && rename(a->tmp, dst) != 0) {
+		e = errno;
+		rc = -1;
+	}
+	if (rc == 0 && fsync_dir(dst) != 0) {
+		e = errno;
+		rc = -1;
+	}
+	if (rc != 0)
+		unlink(a->tmp);
+	free(a->tmp);
+	free(a->path);
+	a->tmp = a->path = NULL;
+	errno = e;
+	return rc;
+}
+
+void
+afile_abort(struct afile *a)
+{
+	if (a->fp != NULL)
+		fclose(a->fp);
+	if (a->tmp != NULL)
+		unlink(a->tmp);
+	free(a->tmp);
+	free(a->path);
+	memset(a, 0, sizeof(*a));
+}

@@ -1,0 +1,31 @@
+/*
+ * afile.h: write a file atomically: to a temporary name in the same
+ * directory, then flush, fsync and rename over the final name, so readers
+ * and a crash only ever see the old file or the whole new one.
+ * SPDX-License-Identifier: ISC
+ */
+#ifndef QB_AFILE_H
+#define QB_AFILE_H
+
+#include <stdio.h>
+
+struct afile {
+	char	*path;	/* final name; owned */
+	char	*tmp;	/* temporary name; owned */
+	FILE	*fp;	/* write here */
+};
+
+/* Create the temporary file for path. Returns 0, or -1 with errno set. */
+int afile_open(struct afile *a, const char *path);
+/*
+ * Flush, fsync, close and rename to a->path (or to newpath when not NULL),
+ * then fsync the directory. Returns 0, or -1 with errno set, in which case
+ * the temporary file is removed. Frees a's memory either way.
+ */
+int afile_commit(struct afile *a, const char *newpath);
+/* Remove the temporary file and free a's memory. */
+void afile_abort(struct afile *a);
+/* fsync the directory holding path; returns 0 or -1 with errno set. */
+int fsync_dir(const char *path);
+
+#endif

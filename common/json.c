@@ -1,0 +1,318 @@
+/*
+ * json.c: yajl tree accessors and the span scanner.
+ *
+ * json_scan runs yajl's event parser over a line and uses
+ * yajl_get_bytes_consumed() in each callback to learn where a value ends;
+ * a value starts after the ':' that follows its key. yajl validates the
+ * whole text (syntax and UTF-8), so a span can be copied out verbatim.
+ * SPDX-License-Identifier: ISC
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <yajl/yajl_parse.h>
+
+#include "json.h"
+
+yajl_val
+json_get(yajl_val obj, const char *key)
+{
+	size_t i;
+
+	if (!YAJL_IS_OBJECT(obj))
+		return NULL;
+	for (i = 0; i < obj->u.object.len; i++)
+		if (strcmp(obj->u.object.keys[i], key) == 0)
+			return obj->u.object.values[i];
+	return NULL;
+}
+
+const char *
+json_str(yajl_val obj, const char *key)
+{
+	yajl_val v = json_get(obj, key);
+
+	return YAJL_IS_STRING(v) ? v->u.string : NULL;
+}
+
+int
+json_int(yajl_val obj, const char *key, long long *out)
+{
+	yajl_val v = json_get(obj, key);
+
+	if (!YAJL_IS_INTEGER(v))
+		return -1;
+	*out = YAJL_GET_INTEGER(v);
+	return 0;
+}
+
+int
+json_true(yajl_val obj, const char *key)
+{
+	return YAJL_IS_TRUE(json_get(obj, key));
+}
+
+static void
+parse_error(yajl_handle h, const char *p, size_t len, char *err, size_t errlen)
+{
+	unsigned char *msg;
+	size_t n, at;
+
+	msg = yajl_get_error(h, 0, (const unsigned char *)p, len);
+	n = strlen((char *)msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '.' ||
+	    msg[n - 1] == ' '))
+		n--;
+	at = yajl_get_bytes_consumed(h);
+	if (at >= len)
+		snprintf(err, errlen, "%.*s at end of line", (int)n, msg);
+	else
+		snprintf(err, errlen, "%.*s at byte %zu", (int)n, msg, at + 1);
+	yajl_free_error(h, msg);
+}
+
+int
+json_check(const char *p, size_t len, char *err, size_t errlen)
+{
+	yajl_handle h;
+	yajl_status st;
+	int rc = 0;
+
+	h = yajl_alloc(NULL, NULL, NULL);
+	if (h == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	st = yajl_parse(h, (const unsigned char *)p, len);
+	if (st == yajl_status_ok)
+		st = yajl_complete_parse(h);
+	if (st != yajl_status_ok) {
+		parse_error(h, p, len, err, errlen);
+		rc = -1;
+	}
+	yajl_free(h);
+	return rc;
+}
+
+/* Scanner state for one json_scan call. */
+struct scanctx {
+	yajl_handle	 h;
+	struct json_scan *s;
+	const char	*text;
+	size_t		 len;
+	int		 level;		/* containers open */
+	int		 pending;	/* span whose value comes next, or -1 */
+	int		 cont[4];	/* span of the container open at level 1..3, or -1 */
+	int		 notobj;
+};
+
+static size_t
+here(struct scanctx *c)
+{
+	return yajl_get_bytes_consumed(c->h);
+}
+
+/* A scalar or container value starts: close the pending key. */
+static int
+value(struct scanctx *c, enum json_type t, const char *str, size_t slen)
+{
+	struct json_span *sp;
+
+	if (c->level == 0) {
+		c->notobj = 1;
+		return 0;
+	}
+	if (c->pending < 0)
+		return 1;
+	sp = &c->s->span[c->pending];
+	sp->type = t;
+	if (t == JT_MAP || t == JT_ARRAY)
+		return 1;
+	sp->len = here(c) - sp->off;
+	if (t == JT_STRING) {
+		sp->soff = c->s->strs.len;
+		sp->slen = slen;
+		buf_append(&c->s->strs, str, slen);
+		buf_putc(&c->s->strs, '\0');
+	}
+	c->pending = -1;
+	return 1;
+}
+
+static int
+cb_null(void *ctx)
+{
+	return value(ctx, JT_NULL, NULL, 0);
+}
+
+static int
+cb_bool(void *ctx, int b)
+{
+	(void)b;
+	return value(ctx, JT_BOOL, NULL, 0);
+}
+
+static int
+cb_number(void *ctx, const char *s, size_t l)
+{
+	(void)s;
+	(void)l;
+	return value(ctx, JT_NUMBER, NULL, 0);
+}
+
+static int
+cb_string(void *ctx, const unsigned char *s, size_t l)
+{
+	return value(ctx, JT_STRING, (const char *)s, l);
+}
+
+static int
+cb_start(struct scanctx *c, enum json_type t)
+{
+	int sp = -1;
+
+	if (c->level == 0 && t != JT_MAP) {
+		c->notobj = 1;
+		return 0;
+	}
+	if (c->level > 0) {
+		sp = c->pending;
+		value(c, t, NULL, 0);
+		c->pending = -1;
+	}
+	c->level++;
+	if (c->level <= 3)
+		c->cont[c->level] = sp;
+	return 1;
+}
+
+static int
+cb_end(struct scanctx *c)
+{
+	int sp;
+
+	if (c->level <= 3) {
+		sp = c->cont[c->level];
+		if (sp >= 0)
+			c->s->span[sp].len = here(c) - c->s->span[sp].off;
+	}
+	c->level--;
+	return 1;
+}
+
+static int
+cb_start_map(void *ctx)
+{
+	return cb_start(ctx, JT_MAP);
+}
+
+static int
+cb_start_array(void *ctx)
+{
+	return cb_start(ctx, JT_ARRAY);
+}
+
+static int
+cb_end_any(void *ctx)
+{
+	return cb_end(ctx);
+}
+
+static int
+cb_key(void *ctx, const unsigned char *k, size_t l)
+{
+	struct scanctx *c = ctx;
+	struct json_scan *s = c->s;
+	struct json_span *sp;
+	size_t at;
+	int parent;
+
+	if (c->level == 1)
+		parent = -1;
+	else if (c->level == 2 && c->cont[2] >= 0)
+		parent = c->cont[2];
+	else
+		return 1;
+	if (s->nspan == JSON_SPANS_MAX)
+		return 1;
+	sp = &s->span[s->nspan];
+	memset(sp, 0, sizeof(*sp));
+	if (l < sizeof(sp->key)) {
+		memcpy(sp->key, k, l);
+		sp->key[l] = '\0';
+	} else
+		strcpy(sp->key, "\x01");	/* never matches */
+	sp->depth = c->level;
+	sp->parent = parent;
+	/* The value begins after optional space, the ':' and optional space. */
+	at = here(c);
+	while (at < c->len && c->text[at] != ':')
+		at++;
+	at++;
+	while (at < c->len && (c->text[at] == ' ' || c->text[at] == '\t' ||
+	    c->text[at] == '\r' || c->text[at] == '\n'))
+		at++;
+	sp->off = at;
+	c->pending = s->nspan++;
+	return 1;
+}
+
+static const yajl_callbacks scan_callbacks = {
+	cb_null, cb_bool, NULL, NULL, cb_number, cb_string,
+	cb_start_map, cb_key, cb_end_any, cb_start_array, cb_end_any
+};
+
+int
+json_scan(struct json_scan *s, const char *p, size_t len, char *err,
+    size_t errlen)
+{
+	struct scanctx c;
+	yajl_status st;
+	int rc = 0;
+
+	s->nspan = 0;
+	buf_reset(&s->strs);
+	memset(&c, 0, sizeof(c));
+	c.s = s;
+	c.text = p;
+	c.len = len;
+	c.pending = -1;
+	c.cont[0] = c.cont[1] = c.cont[2] = c.cont[3] = -1;
+	c.h = yajl_alloc(&scan_callbacks, NULL, &c);
+	if (c.h == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	st = yajl_parse(c.h, (const unsigned char *)p, len);
+	if (st == yajl_status_ok)
+		st = yajl_complete_parse(c.h);
+	if (c.notobj || (st == yajl_status_ok && c.level != 0)) {
+		snprintf(err, errlen, "not a JSON object");
+		rc = -1;
+	} else if (st != yajl_status_ok) {
+		parse_error(c.h, p, len, err, errlen);
+		rc = -1;
+	}
+	yajl_free(c.h);
+	return rc;
+}
+
+int
+json_find(const struct json_scan *s, int parent, const char *key)
+{
+	int i;
+
+	for (i = 0; i < s->nspan; i++)
+		if (s->span[i].parent == parent &&
+		    strcmp(s->span[i].key, key) == 0)
+			return i;
+	return -1;
+}
+
+const char *
+json_sval(const struct json_scan *s, int i)
+{
+	if (i < 0 || s->span[i].type != JT_STRING)
+		return NULL;
+	return s->strs.p + s->span[i].soff;
+}

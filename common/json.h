@@ -1,0 +1,66 @@
+/*
+ * json.h: typed access to yajl trees, a validating syntax check with a
+ * short located reason, and json_scan: a one-pass validating scan that
+ * finds where the members of a record lie, so that values which need not
+ * change (a request body) are copied through as bytes, never rebuilt.
+ * SPDX-License-Identifier: ISC
+ */
+#ifndef QB_JSON_H
+#define QB_JSON_H
+
+#include <stddef.h>
+#include <yajl/yajl_tree.h>
+
+#include "buf.h"
+
+/* Member key of object obj, or NULL (also when obj is not an object). */
+yajl_val json_get(yajl_val obj, const char *key);
+/* The string member key, or NULL when absent or not a string. */
+const char *json_str(yajl_val obj, const char *key);
+/* The integer member key in *out; returns 0, or -1 if absent or not an integer. */
+int json_int(yajl_val obj, const char *key, long long *out);
+/* 1 if member key is true, 0 if false or absent. */
+int json_true(yajl_val obj, const char *key);
+
+/*
+ * Check that the len bytes at p are one valid JSON text (UTF-8 checked).
+ * Returns 0 if so; otherwise -1 with a one-line reason such as
+ * "parse error: invalid bytes in UTF8 string at byte 97" in err (errlen bytes).
+ */
+int json_check(const char *p, size_t len, char *err, size_t errlen);
+
+/* What json_scan found: the members of the top-level object (depth 1) and
+ * of objects that are its direct members (depth 2). */
+enum json_type { JT_NULL, JT_BOOL, JT_NUMBER, JT_STRING, JT_MAP, JT_ARRAY };
+
+struct json_span {
+	char		key[72];	/* decoded key, NUL-terminated; truncated keys never match */
+	int		depth;		/* 1 or 2 */
+	int		parent;		/* index of the depth-1 span holding it, or -1 */
+	enum json_type	type;
+	size_t		off, len;	/* the value's bytes in the scanned text */
+	size_t		soff, slen;	/* a string's decoded value in json_scan.strs */
+};
+
+#define JSON_SPANS_MAX 64
+
+struct json_scan {
+	struct json_span span[JSON_SPANS_MAX];
+	int		nspan;		/* members past JSON_SPANS_MAX are not recorded */
+	struct buf	strs;		/* decoded string values; owned, reused */
+};
+
+/*
+ * Validate the len bytes at p as one JSON object and record its members.
+ * Returns 0; or -1 with a one-line reason in err ("not a JSON object", or
+ * a parse error with its byte offset). s is reused between calls; free
+ * s->strs with buf_free when done.
+ */
+int json_scan(struct json_scan *s, const char *p, size_t len, char *err,
+    size_t errlen);
+/* Index of the member key at depth 1 (parent -1) or inside parent; or -1. */
+int json_find(const struct json_scan *s, int parent, const char *key);
+/* The decoded string of span i (NUL-terminated), or NULL if not a string. */
+const char *json_sval(const struct json_scan *s, int i);
+
+#endif
