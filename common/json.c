@@ -52,8 +52,10 @@ json_true(yajl_val obj, const char *key)
 	return YAJL_IS_TRUE(json_get(obj, key));
 }
 
+/* atend: the error came from yajl_complete_parse, after the last byte. */
 static void
-parse_error(yajl_handle h, const char *p, size_t len, char *err, size_t errlen)
+parse_error(yajl_handle h, const char *p, size_t len, int atend, char *err,
+    size_t errlen)
 {
 	unsigned char *msg;
 	size_t n, at;
@@ -64,7 +66,7 @@ parse_error(yajl_handle h, const char *p, size_t len, char *err, size_t errlen)
 	    msg[n - 1] == ' '))
 		n--;
 	at = yajl_get_bytes_consumed(h);
-	if (at >= len)
+	if (atend || at >= len)
 		snprintf(err, errlen, "%.*s at end of line", (int)n, msg);
 	else
 		snprintf(err, errlen, "%.*s at byte %zu", (int)n, msg, at + 1);
@@ -83,11 +85,15 @@ json_check(const char *p, size_t len, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	int atend = 0;
+
 	st = yajl_parse(h, (const unsigned char *)p, len);
-	if (st == yajl_status_ok)
+	if (st == yajl_status_ok) {
+		atend = 1;
 		st = yajl_complete_parse(h);
+	}
 	if (st != yajl_status_ok) {
-		parse_error(h, p, len, err, errlen);
+		parse_error(h, p, len, atend, err, errlen);
 		rc = -1;
 	}
 	yajl_free(h);
@@ -268,7 +274,7 @@ json_scan(struct json_scan *s, const char *p, size_t len, char *err,
 {
 	struct scanctx c;
 	yajl_status st;
-	int rc = 0;
+	int rc = 0, atend = 0;
 
 	s->nspan = 0;
 	buf_reset(&s->strs);
@@ -284,13 +290,15 @@ json_scan(struct json_scan *s, const char *p, size_t len, char *err,
 		return -1;
 	}
 	st = yajl_parse(c.h, (const unsigned char *)p, len);
-	if (st == yajl_status_ok)
+	if (st == yajl_status_ok) {
+		atend = 1;
 		st = yajl_complete_parse(c.h);
+	}
 	if (c.notobj || (st == yajl_status_ok && c.level != 0)) {
 		snprintf(err, errlen, "not a JSON object");
 		rc = -1;
 	} else if (st != yajl_status_ok) {
-		parse_error(c.h, p, len, err, errlen);
+		parse_error(c.h, p, len, atend, err, errlen);
 		rc = -1;
 	}
 	yajl_free(c.h);

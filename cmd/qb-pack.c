@@ -1,0 +1,413 @@
+/*
+ * qb-pack: item records (or provider-native request lines) in, provider
+ * batch input files out, one pack record per file on stdout.
+ *
+ * Reads: id|custom_id, body|params, endpoint|url, method.
+ * Writes files of {"custom_id","method","url","body"} lines (OpenAI) or
+ * {"custom_id","params"} lines (Anthropic), one (endpoint, model) each,
+ * split at the provider's request and byte caps or smaller ones given.
+ * Request bodies are validated and copied through as bytes, never rebuilt.
+ * SPDX-License-Identifier: ISC
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "afile.h"
+#include "buf.h"
+#include "exits.h"
+#include "idmap.h"
+#include "jout.h"
+#include "json.h"
+#include "jsonl.h"
+#include "msg.h"
+#include "num.h"
+#include "opt.h"
+#include "provider.h"
+#include "sha256.h"
+#include "xmem.h"
+
+static const char usage[] =
+    "[-hqVv] [--strict] -d dir [-b bytes] [-e endpoint] [-n requests]\n"
+    "       [-p provider] [file ...]";
+static const char help[] =
+    "  -b, --max-bytes N      split files at N bytes (default: provider cap)\n"
+    "  -d, --dir DIR          write batch files into DIR (required)\n"
+    "  -e, --endpoint PATH    endpoint for items that name none\n"
+    "                         (default /v1/chat/completions)\n"
+    "  -n, --max-requests N   split files at N requests (default: provider cap)\n"
+    "  -p, --provider NAME    openai (default) or anthropic\n"
+    "      --strict           stop at the first bad line (exit 65)\n"
+    "  -h, -V, -v, -q         help, version, verbose, quiet\n";
+
+struct opts {
+	const char		*dir;
+	const char		*endpoint;
+	const struct provider	*prov;
+	long long		 max_requests;
+	long long		 max_bytes;
+	int			 strict;
+};
+
+/* One open output file per (endpoint, model). */
+struct group {
+	char		*endpoint;
+	char		*model;
+	struct afile	 af;
+	int		 open;
+	long long	 requests;
+	long long	 bytes;
+	struct sha256	 sha;
+};
+
+struct packer {
+	struct opts	*o;
+	struct group	*g;
+	size_t		 ng;
+	struct idmap	 ids;
+	unsigned long	*firstline;	/* line of each id's first use */
+	char		**firstfile;
+	struct json_scan scan;
+	yajl_gen	 gen;		/* batch file lines */
+	yajl_gen	 rec;		/* pack records */
+	unsigned long	 nin, nbad, nfiles;
+};
+
+/* Lower-case letters, digits, '.', '-' only: for file names. */
+static void
+slug(struct buf *b, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+		    c == '-')
+			buf_putc(b, c);
+		else if (c >= 'A' && c <= 'Z')
+			buf_putc(b, c - 'A' + 'a');
+		else if (b->len > 0 && b->p[b->len - 1] != '-')
+			buf_putc(b, '-');
+	}
+	while (b->len > 0 && b->p[b->len - 1] == '-')
+		b->len--;
+	b->p[b->len] = '\0';
+}
+
+static void
+group_start(struct packer *pk, struct group *g)
+{
+	struct buf path = BUF_INIT;
+
+	buf_printf(&path, "%s/.qb-pack", pk->o->dir);
+	if (afile_open(&g->af, path.p) == -1)
+		qb_diesys(QB_EX_IOERR, "%s: cannot create a batch file", pk->o->dir);
+	setvbuf(g->af.fp, NULL, _IOFBF, 1 << 20);
+	buf_free(&path);
+	g->open = 1;
+	g->requests = g->bytes = 0;
+	sha256_init(&g->sha);
+}
+
+/* Close the group's file: fsync, rename to its content name, print the pack record. */
+static void
+group_finish(struct packer *pk, struct group *g)
+{
+	struct buf path = BUF_INIT;
+	char hex[65];
+	yajl_gen y = pk->rec;
+
+	if (!g->open)
+		return;
+	sha256_hex(&g->sha, hex);
+	buf_printf(&path, "%s/%s.", pk->o->dir, pk->o->prov->name);
+	slug(&path, g->endpoint[0] == '/' ? g->endpoint + 1 : g->endpoint);
+	buf_putc(&path, '.');
+	slug(&path, g->model);
+	buf_printf(&path, ".%.16s.jsonl", hex);
+	if (afile_commit(&g->af, path.p) == -1)
+		qb_diesys(QB_EX_IOERR, "%s: cannot write", path.p);
+	g->open = 0;
+	pk->nfiles++;
+	jout_open(y);
+	jout_kstr(y, "file", path.p);
+	jout_kstr(y, "provider", pk->o->prov->name);
+	jout_kstr(y, "endpoint", g->endpoint);
+	jout_kstr(y, "model", g->model);
+	jout_kint(y, "requests", g->requests);
+	jout_kint(y, "bytes", g->bytes);
+	jout_kstr(y, "sha256", hex);
+	jout_close(y);
+	/* A pack record is handed on as soon as its file is complete. */
+	if (jout_line(y, stdout) == -1 || fflush(stdout) == EOF)
+		qb_diesys(QB_EX_IOERR, "write error on standard output");
+	qb_note(1, "%s: %lld requests, %lld bytes", path.p, g->requests, g->bytes);
+	buf_free(&path);
+}
+
+static struct group *
+group_get(struct packer *pk, const char *endpoint, const char *model)
+{
+	size_t i;
+	struct group *g;
+
+	for (i = 0; i < pk->ng; i++)
+		if (strcmp(pk->g[i].endpoint, endpoint) == 0 &&
+		    strcmp(pk->g[i].model, model) == 0)
+			return &pk->g[i];
+	pk->g = xreallocarray(pk->g, pk->ng + 1, sizeof(*pk->g));
+	g = &pk->g[pk->ng++];
+	memset(g, 0, sizeof(*g));
+	g->endpoint = xstrdup(endpoint);
+	g->model = xstrdup(model);
+	return g;
+}
+
+static int
+bad(struct packer *pk, struct jsonl_reader *r, const char *fmt, const char *a,
+    const char *b)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), fmt, a, b);
+	qb_lwarn(r->name, r->lineno, "%s", msg);
+	pk->nbad++;
+	return -1;
+}
+
+/* Pack one line; returns 0, or -1 after reporting why it was refused. */
+static int
+pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
+    size_t len)
+{
+	struct json_scan *s = &pk->scan;
+	const struct provider *pv = pk->o->prov;
+	char err[256];
+	const char *id, *endpoint, *model, *why, *method;
+	int iid, ibody, iurl, imodel, imethod, isnew;
+	size_t idx, n;
+	struct group *g;
+	const unsigned char *out;
+
+	if (json_scan(s, line, len, err, sizeof(err)) == -1)
+		return bad(pk, r, "%s", err, NULL);
+	if ((iid = json_find(s, -1, "custom_id")) < 0)
+		iid = json_find(s, -1, "id");
+	if (iid < 0)
+		return bad(pk, r, "no \"id\" or \"custom_id\"%s", "", NULL);
+	if ((id = json_sval(s, iid)) == NULL)
+		return bad(pk, r, "expected a string for \"%s\"", s->span[iid].key, NULL);
+	if ((why = id_check(id, s->span[iid].slen)) != NULL)
+		return bad(pk, r, "%s: \"%.80s\"", why, id);
+	if ((ibody = json_find(s, -1, "body")) < 0)
+		ibody = json_find(s, -1, "params");
+	if (ibody < 0)
+		return bad(pk, r, "no \"body\" or \"params\" for id \"%s\"%s", id, "");
+	if (s->span[ibody].type != JT_MAP)
+		return bad(pk, r, "\"%s\" is not an object for id \"%s\"",
+		    s->span[ibody].key, id);
+	imethod = json_find(s, -1, "method");
+	if (imethod >= 0 && ((method = json_sval(s, imethod)) == NULL ||
+	    strcmp(method, "POST") != 0))
+		return bad(pk, r, "method is not \"POST\" for id \"%s\"%s", id, "");
+	if ((iurl = json_find(s, -1, "url")) < 0)
+		iurl = json_find(s, -1, "endpoint");
+	if (iurl >= 0) {
+		if ((endpoint = json_sval(s, iurl)) == NULL || endpoint[0] != '/')
+			return bad(pk, r, "\"%s\" is not a path such as "
+			    "/v1/chat/completions for id \"%s\"", s->span[iurl].key, id);
+	} else
+		endpoint = pk->o->endpoint;
+	if ((imodel = json_find(s, ibody, "model")) < 0 ||
+	    (model = json_sval(s, imodel)) == NULL || *model == '\0')
+		return bad(pk, r, "no model string in \"%s\" for id \"%s\"",
+		    s->span[ibody].key, id);
+
+	/* The line as it goes into the batch file. */
+	jout_open(pk->gen);
+	jout_kstr(pk->gen, "custom_id", id);
+	if (pv->line_format == PROVIDER_LINE_OPENAI) {
+		jout_kstr(pk->gen, "method", "POST");
+		jout_kstr(pk->gen, "url", endpoint);
+		jout_key(pk->gen, "body");
+	} else
+		jout_key(pk->gen, "params");
+	jout_raw(pk->gen, line + s->span[ibody].off, s->span[ibody].len);
+	jout_close(pk->gen);
+	yajl_gen_get_buf(pk->gen, &out, &n);
+	if ((long long)n + 1 > pk->o->max_bytes) {
+		yajl_gen_clear(pk->gen);
+		yajl_gen_reset(pk->gen, NULL);
+		snprintf(err, sizeof(err), "%zu", n + 1);
+		return bad(pk, r, "line exceeds per-file byte cap (%s bytes) for id \"%s\"",
+		    err, id);
+	}
+
+	/* Refuse a duplicate only once the line is otherwise good. */
+	idx = idmap_put(&pk->ids, id, s->span[iid].slen, &isnew);
+	if (!isnew) {
+		yajl_gen_clear(pk->gen);
+		yajl_gen_reset(pk->gen, NULL);
+		snprintf(err, sizeof(err), "%s:%lu", pk->firstfile[idx],
+		    pk->firstline[idx]);
+		return bad(pk, r, "duplicate custom_id \"%s\" (first at %s)", id, err);
+	}
+	if ((idx & (idx - 1)) == 0) {
+		pk->firstline = xreallocarray(pk->firstline, idx ? idx * 2 : 1,
+		    sizeof(*pk->firstline));
+		pk->firstfile = xreallocarray(pk->firstfile, idx ? idx * 2 : 1,
+		    sizeof(*pk->firstfile));
+	}
+	pk->firstline[idx] = r->lineno;
+	pk->firstfile[idx] = r->name;
+
+	g = group_get(pk, endpoint, model);
+	if (g->open && (g->requests + 1 > pk->o->max_requests ||
+	    g->bytes + (long long)n + 1 > pk->o->max_bytes))
+		group_finish(pk, g);
+	if (!g->open)
+		group_start(pk, g);
+	if (fwrite(out, 1, n, g->af.fp) != n || putc('\n', g->af.fp) == EOF)
+		qb_diesys(QB_EX_IOERR, "%s: write error", g->af.tmp);
+	sha256_update(&g->sha, out, n);
+	sha256_update(&g->sha, "\n", 1);
+	g->requests++;
+	g->bytes += (long long)n + 1;
+	yajl_gen_clear(pk->gen);
+	yajl_gen_reset(pk->gen, NULL);
+	return 0;
+}
+
+static void
+abort_all(struct packer *pk)
+{
+	size_t i;
+
+	for (i = 0; i < pk->ng; i++)
+		if (pk->g[i].open)
+			afile_abort(&pk->g[i].af);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "endpoint", required_argument, NULL, 'e' },
+		{ "max-bytes", required_argument, NULL, 'b' },
+		{ "max-requests", required_argument, NULL, 'n' },
+		{ "provider", required_argument, NULL, 'p' },
+		{ "strict", no_argument, NULL, 'S' },
+		QB_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct opts o;
+	struct packer pk;
+	struct jsonl_reader r;
+	struct stat st;
+	const char *errstr, *pname = "openai";
+	char *line;
+	size_t len, i;
+	int ch, rc, k, nfile;
+	char **files;
+	char *stdin_only[] = { "-" };
+	char **opened;
+
+	qb_setprog(argv[0]);
+	memset(&o, 0, sizeof(o));
+	o.endpoint = "/v1/chat/completions";
+	while ((ch = getopt_long(argc, argv, "b:d:e:hn:p:qVv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'b':
+			o.max_bytes = qb_parse_bytes(optarg, 1LL << 50, &errstr);
+			if (errstr != NULL)
+				qb_die(QB_EX_USAGE, "--max-bytes %s: %s", optarg, errstr);
+			break;
+		case 'd':
+			o.dir = optarg;
+			break;
+		case 'e':
+			o.endpoint = optarg;
+			if (optarg[0] != '/')
+				qb_die(QB_EX_USAGE, "--endpoint %s: not a path such as "
+				    "/v1/chat/completions", optarg);
+			break;
+		case 'n':
+			o.max_requests = qb_strtonum(optarg, 1, 1LL << 40, &errstr);
+			if (errstr != NULL)
+				qb_die(QB_EX_USAGE, "--max-requests %s: %s", optarg, errstr);
+			break;
+		case 'p':
+			pname = optarg;
+			break;
+		case 'S':
+			o.strict = 1;
+			break;
+		default:
+			qb_common_opt(ch, usage, help);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (o.dir == NULL)
+		qb_usage(usage);
+	if ((o.prov = provider_find(pname)) == NULL)
+		qb_die(QB_EX_USAGE, "unknown provider \"%s\"", pname);
+	/* The provider's caps bound what the user may ask for. */
+	if (o.max_requests == 0 || o.max_requests > o.prov->max_requests)
+		o.max_requests = o.prov->max_requests;
+	if (o.max_bytes == 0 || o.max_bytes > o.prov->max_bytes)
+		o.max_bytes = o.prov->max_bytes;
+	if (stat(o.dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		if (errno == 0)
+			errno = ENOTDIR;
+		qb_diesys(QB_EX_NOINPUT, "%s", o.dir);
+	}
+
+	memset(&pk, 0, sizeof(pk));
+	pk.o = &o;
+	pk.gen = jout_new();
+	pk.rec = jout_new();
+	idmap_init(&pk.ids);
+	files = argc > 0 ? argv : stdin_only;
+	nfile = argc > 0 ? argc : 1;
+	opened = xcalloc((size_t)nfile, sizeof(*opened));
+	rc = QB_EX_OK;
+	for (k = 0; k < nfile; k++) {
+		if (jsonl_open(&r, files[k]) == -1) {
+			qb_warnsys("%s", files[k]);
+			rc = QB_EX_NOINPUT;
+			continue;
+		}
+		while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
+			if (ch == JSONL_IOERR) {
+				rc = QB_EX_IOERR;
+				break;
+			}
+			pk.nin++;
+			if (ch == JSONL_BAD)
+				pk.nbad++;
+			else if (pack_line(&pk, &r, line, len) == 0)
+				continue;
+			if (o.strict) {
+				abort_all(&pk);
+				qb_die(QB_EX_DATAERR, "stopped at the first bad line "
+				    "(--strict)");
+			}
+		}
+		/* Keep the name alive: duplicate reports cite it. */
+		opened[k] = r.name;
+		r.name = NULL;
+		jsonl_close(&r);
+	}
+	for (i = 0; i < pk.ng; i++)
+		group_finish(&pk, &pk.g[i]);
+	qb_note(1, "%lu lines, %lu packed into %lu files, %lu rejected",
+	    pk.nin, pk.nin - pk.nbad, pk.nfiles, pk.nbad);
+	qb_close_stdout();
+	if (rc == QB_EX_OK && pk.nbad > 0)
+		rc = QB_EX_PARTIAL;
+	return rc;
+}
