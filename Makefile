@@ -16,6 +16,7 @@ COMMON_SRC = $(wildcard common/*.c)
 COMMON_OBJ = $(COMMON_SRC:.c=.o)
 HDRS = $(wildcard common/*.h)
 UNIT_SRC = $(wildcard tests/unit/*.c)
+PROVEFLAGS ?=
 UNIT = $(UNIT_SRC:.c=)
 MAN1 = $(TOOLS:%=man/%.1)
 
@@ -39,7 +40,7 @@ deps:
 
 check: deps all $(UNIT)
 	@if command -v prove >/dev/null 2>&1; then \
-		prove -e sh $(UNIT:%=tests/unit/%.t) tests/*.t; \
+		prove $(PROVEFLAGS) tests/*.t; \
 	else \
 		rc=0; for t in tests/*.t; do sh $$t || rc=1; done; exit $$rc; \
 	fi

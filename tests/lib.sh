@@ -138,3 +138,6 @@ fake_stats() { curl -s "$FAKE_URL/_qb/stats"; }
 jqr() { jq -c -r "$@"; }
 
 done_testing() { exit $_fail; }
+
+# skip REASON: one skipped test
+skip() { _n=$((_n + 1)); echo "ok $_n # SKIP $*"; }

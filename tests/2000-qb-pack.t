@@ -1,0 +1,173 @@
+#!/bin/sh
+# qb-pack: items and native request lines to batch files (cases 1, 3-11),
+# the real OpenAI and vLLM input files, options and exit statuses.
+. "$(dirname "$0")/lib.sh"
+C=$TOP/tests/data/cases
+plan 57
+
+# pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
+pack() {
+	_d=$1
+	shift
+	rm -rf "$_d"
+	mkdir -p "$_d"
+	qb-pack -d "$_d" "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+}
+# ids DIR: the custom_ids of every file in DIR, in file-name then line order
+ids() { cat "$1"/*.jsonl | jqr .custom_id | tr '\n' ' '; }
+
+# options
+check_exit 0 "-h" qb-pack -h
+like "$(cat "$T/out")" "usage: qb-pack" "-h prints usage on stdout"
+check_exit 0 "-V" qb-pack -V
+like "$(cat "$T/out")" "qb-pack 0." "-V prints the version"
+check_exit 64 "no -d is a usage error" qb-pack "$C/crlf.jsonl"
+like "$(cat "$T/err")" "usage: qb-pack" "usage on stderr"
+check_exit 64 "bad --max-requests" qb-pack -d "$T" -n 0 "$C/crlf.jsonl"
+check_exit 64 "unknown provider" qb-pack -d "$T" -p nope "$C/crlf.jsonl"
+check_exit 66 "missing input" qb-pack -d "$T" "$T/nonexistent.jsonl"
+like "$(cat "$T/err")" "nonexistent.jsonl: No such file" "missing input named"
+
+# case 1: duplicate custom_id
+pack "$T/d1" "$C/dup-id.jsonl"
+is "$rc" 1 "case 1: exit 1 (partial)"
+is "$(cat "$T/err")" "qb-pack: $C/dup-id.jsonl:2: duplicate custom_id \"a1\" (first at $C/dup-id.jsonl:1)" "case 1: line 2 refused, naming the line and the id"
+is "$(ids "$T/d1")" "a1 " "case 1: never a file with repeated ids"
+is "$(jqr .requests "$T/out")" 1 "case 1: pack record counts one request"
+
+# case 3: caps
+pack "$T/d3" -n 2 -b 400 "$C/split-caps.jsonl"
+is "$rc" 1 "case 3: exit 1"
+is "$(jqr .requests "$T/out" | tr '\n' ' ')" "2 2 1 " "case 3: files of 2, 2 and 1 requests"
+is "$(jqr '.bytes <= 400' "$T/out" | sort -u)" true "case 3: each at most 400 bytes"
+like "$(cat "$T/err")" "split-caps.jsonl:6: line exceeds per-file byte cap" "case 3: s6 rejected"
+ok_if "case 3: record bytes equal the file sizes" \
+    "$(jqr '"\(.bytes) \(.file)"' "$T/out" | while read -r b f; do [ "$(wc -c <"$f")" = "$b" ] || echo bad; done)" = ""
+ok_if "case 3: sha256 in the record is the file's" \
+    "$(jqr '"\(.sha256)  \(.file)"' "$T/out" | sha256sum -c --quiet 2>&1)" = ""
+is "$(jqr .file "$T/out" | xargs cat | jqr .custom_id | tr '\n' ' ')" "s1 s2 s3 s4 s5 " "case 3: input order kept across files"
+
+# case 4: one file per (url, model)
+pack "$T/d4" "$C/mixed-model-endpoint.jsonl"
+is "$rc" 0 "case 4: exit 0"
+is "$(wc -l <"$T/out" | tr -d ' ')" 3 "case 4: three files"
+is "$(jqr '[.endpoint,.model,.requests]|@tsv' "$T/out" | sort | tr '\t\n' ', ')" \
+    "/v1/chat/completions,m1,1 /v1/chat/completions,m2,1 /v1/embeddings,e-small,1 " "case 4: groups"
+ok_if "case 4: each file's url equals its record's endpoint" \
+    "$(jqr '"\(.endpoint) \(.file)"' "$T/out" | while read -r e f; do jqr .url "$f" | grep -vx "$e"; done)" = ""
+
+# case 5: malformed line in the middle
+pack "$T/d5" "$C/malformed-middle.jsonl"
+is "$rc" 1 "case 5: exit 1 (partial)"
+like "$(cat "$T/err")" "malformed-middle.jsonl:2: parse error:" "case 5: line 2 reported with the parser's reason"
+is "$(ids "$T/d5")" "g1 g3 " "case 5: g1 and g3 go through"
+check_exit 65 "case 5: --strict stops with 65" qb-pack -d "$T/d5" --strict "$C/malformed-middle.jsonl"
+
+# case 6: valid JSON that is not an object
+pack "$T/d6" "$C/non-object.jsonl"
+is "$(grep -c 'not a JSON object' "$T/err")" 3 "case 6: three lines reported"
+like "$(cat "$T/err")" "non-object.jsonl:3: not a JSON object" "case 6: with line numbers"
+is "$(ids "$T/d6")" "n1 " "case 6: n1 goes through"
+
+# case 7: blank lines
+pack "$T/d7" "$C/blank-lines.jsonl"
+is "$rc:$(cat "$T/err")" "0:" "case 7: blank lines skipped silently"
+is "$(ids "$T/d7")" "b1 b2 " "case 7: both items packed"
+is "$(cat "$T"/d7/*.jsonl | grep -c '^$')" 0 "case 7: no blank line in the output"
+printf '\n\n{"id":"x1","body":{"model":"m1"}}\n\n[1]\n' >"$T/blank2.jsonl"
+pack "$T/d7b" "$T/blank2.jsonl"
+like "$(cat "$T/err")" "blank2.jsonl:5: not a JSON object" "case 7: diagnostics keep physical line numbers"
+
+# case 8: CRLF, also split across reads by a slow writer
+pack "$T/d8" "$C/crlf.jsonl"
+is "$(ids "$T/d8")" "w1 w2 " "case 8: CRLF accepted"
+ok_if "case 8: output is LF only" "$(cat "$T"/d8/*.jsonl | tr -dc '\r' | wc -c)" -eq 0
+( printf '{"custom_id":"p1","body":{"model":"m1"}}\r'; sleep 0.2; printf '\n{"custom_id":"p2","body":{"model":"m1"}}\r\n' ) >"$T/pipe.in"
+( printf '{"custom_id":"p1","body":{"model":"m1"}}\r'; sleep 0.2; printf '\n{"custom_id":"p2","body":{"model":"m1"}}\r\n' ) |
+	qb-pack -d "$T/d7b" - >"$T/out" 2>"$T/err"
+is "$?:$(cat "$T/err")" "0:" "case 8: a CRLF pair split between two reads of a pipe"
+is "$(jqr .file "$T/out" | xargs cat | jqr .custom_id | tr '\n' ' ')" "p1 p2 " "case 8: ids never carry CR"
+
+# case 9: BOM
+pack "$T/d9" "$C/bom.jsonl"
+is "$rc:$(ids "$T/d9")" "0:bom1 bom2 " "case 9: BOM stripped"
+ok_if "case 9: never forwarded" "$(cat "$T"/d9/*.jsonl | grep -c "$(printf '\357\273\277')")" -eq 0
+cat "$C/bom.jsonl" >"$T/bom2.jsonl"
+sed 's/bom1/bom3/; s/bom2/bom4/' "$C/bom.jsonl" >>"$T/bom2.jsonl"
+pack "$T/d9b" "$T/bom2.jsonl"
+like "$(cat "$T/err")" "bom2.jsonl:3: lexical error" "case 9: a BOM is stripped once, at the start of each input only"
+
+# case 10: invalid UTF-8
+pack "$T/d10" "$C/invalid-utf8.jsonl"
+is "$rc" 1 "case 10: exit 1"
+like "$(cat "$T/err")" "invalid-utf8.jsonl:2: lexical error: invalid bytes in UTF8 string at byte" "case 10: v2 rejected with its line and byte offset"
+is "$(ids "$T/d10")" "v1 v3 " "case 10: v1 and v3 go through"
+
+# case 11: a 200 KB line
+{
+	printf '{"custom_id":"h1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[{"role":"user","content":"'
+	head -c 200000 /dev/zero | tr '\0' a
+	printf '"}]}}\n{"custom_id":"h2","body":{"model":"m1"}}\n'
+} >"$T/huge.jsonl"
+pack "$T/d11" "$T/huge.jsonl"
+is "$rc:$(ids "$T/d11")" "0:h1 h2 " "case 11: a 200 KB line packs"
+pack "$T/d11b" -b 100000 "$T/huge.jsonl"
+like "$(cat "$T/err")" "huge.jsonl:1: line exceeds per-file byte cap" "case 11: caps applied at pack time"
+
+# items: id/body/endpoint, -e default, gz input, bad fields
+cat >"$T/items.jsonl" <<'EOI'
+{"id":"i1","body":{"model":"m1","messages":[]},"meta":{"k":1}}
+{"id":"i2","endpoint":"/v1/embeddings","body":{"model":"e1","input":"x"}}
+{"id":"bad id","body":{"model":"m1"}}
+{"id":"i4","body":{"messages":[]}}
+{"id":"i5","body":[1]}
+{"id":7,"body":{"model":"m1"}}
+{"custom_id":"i7","method":"GET","url":"/v1/chat/completions","body":{"model":"m1"}}
+EOI
+gzip -c "$T/items.jsonl" >"$T/items.jsonl.gz"
+pack "$T/di" -e /v1/responses "$T/items.jsonl.gz"
+is "$rc" 1 "items: exit 1"
+is "$(jqr '[.endpoint,.model]|@tsv' "$T/out" | sort | tr '\t\n' ', ')" "/v1/embeddings,e1 /v1/responses,m1 " "items: endpoint from the item, else -e"
+is "$(sed 's/^.*gz:\([0-9]*\): .*/\1/' "$T/err" | tr '\n' ' ')" "3 4 5 6 7 " "items: five bad lines, by line"
+like "$(cat "$T/err")" "custom_id has a character other than" "items: bad id explained"
+like "$(cat "$T/err")" "no model string" "items: missing model explained"
+is "$(cat "$T"/di/*responses*.jsonl)" '{"custom_id":"i1","method":"POST","url":"/v1/responses","body":{"model":"m1","messages":[]}}' "items: OpenAI line written"
+
+# the same content packs to the same file name (a re-run is idempotent)
+pack "$T/dr" "$C/crlf.jsonl"
+first=$(jqr .file "$T/out")
+qb-pack -d "$T/dr" "$C/crlf.jsonl" >"$T/out2"
+is "$(jqr .file "$T/out2"):$(ls "$T/dr" | wc -l | tr -d ' ')" "$first:1" "re-run gives the same file, no temporary left"
+
+# real files from ../shared/fixtures: bodies unchanged
+if [ -e "$SHARED/fixtures/openai-batch-input-2024-05.jsonl" ]; then
+	for f in openai-batch-input-2024-05 vllm-openai-example-batch; do
+		pack "$T/df" "$SHARED/fixtures/$f.jsonl"
+		python3 - "$SHARED/fixtures/$f.jsonl" "$T"/df/*.jsonl >"$T/cmp" <<'EOP'
+import json, sys
+def bodies(path):
+    out = {}
+    for line in open(path, encoding="utf-8"):
+        line = line.strip()
+        if not line:
+            continue
+        d = json.loads(line)
+        # the body's own bytes: from the value after "body" to the last '}'
+        i = line.index('"body"') + len('"body"')
+        raw = line[i:].lstrip()[1:].lstrip()
+        out[d["custom_id"]] = (raw[:raw.rindex("}")].rstrip(), d["url"], d["body"]["model"])
+    return out
+a = bodies(sys.argv[1])
+b = {}
+for p in sys.argv[2:]:
+    b.update(bodies(p))
+print("same" if a == b else "differ: %r" % sorted(set(a.items()) ^ set(b.items()))[:2])
+EOP
+		is "$rc:$(cat "$T/cmp")" "0:same" "fixture $f: every body byte for byte, url and model kept"
+	done
+else
+	skip "../shared/fixtures is absent (a plain clone has no ../shared)"
+	skip "../shared/fixtures is absent (a plain clone has no ../shared)"
+fi
+done_testing

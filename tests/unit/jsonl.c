@@ -1,0 +1,259 @@
+/*
+ * Unit tests for the JSONL reader (jsonl.c), the span scanner (json.c),
+ * custom_id rules and the id map (idmap.c), and SHA-256 (sha256.c).
+ * SPDX-License-Identifier: ISC
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "idmap.h"
+#include "json.h"
+#include "jsonl.h"
+#include "msg.h"
+#include "sha256.h"
+#include "tap.h"
+#include "xmem.h"
+
+static char tmpl[] = "/tmp/qb-unit.XXXXXX";
+
+static char *
+writefile(const char *name, const char *p, size_t n)
+{
+	static char path[256];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpl, name);
+	fp = fopen(path, "wb");
+	fwrite(p, 1, n, fp);
+	fclose(fp);
+	return path;
+}
+
+/* Read every line of path, joined with '|', with line numbers "N:". */
+static char *
+readall(const char *path, int *nbad)
+{
+	struct jsonl_reader r;
+	struct buf b = BUF_INIT;
+	char *line;
+	size_t len;
+	int rc;
+
+	*nbad = 0;
+	if (jsonl_open(&r, path) == -1)
+		return NULL;
+	while ((rc = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
+		if (rc < 0) {
+			(*nbad)++;
+			continue;
+		}
+		if (strlen(line) != len)
+			buf_puts(&b, "(len mismatch)");
+		buf_printf(&b, "%lu:", r.lineno);
+		if (len > 40)
+			buf_printf(&b, "<%zu bytes>", len);
+		else
+			buf_append(&b, line, len);
+		buf_putc(&b, '|');
+	}
+	jsonl_close(&r);
+	buf_putc(&b, '\0');
+	return b.p;
+}
+
+static void
+test_reader(void)
+{
+	char *s, *big, *p;
+	int nbad;
+	size_t chunk = 256 * 1024, i;
+	gzFile gz;
+
+	s = readall(writefile("lf", "{\"a\":1}\n{\"b\":2}\n", 16), &nbad);
+	tap_is(s, "1:{\"a\":1}|2:{\"b\":2}|", "LF lines");
+	free(s);
+
+	s = readall(writefile("crlf", "{\"a\":1}\r\n{\"b\":2}\r\n", 18), &nbad);
+	tap_is(s, "1:{\"a\":1}|2:{\"b\":2}|", "CRLF lines lose the CR");
+	free(s);
+
+	s = readall(writefile("nonl", "{\"a\":1}\n{\"b\":2}", 15), &nbad);
+	tap_is(s, "1:{\"a\":1}|2:{\"b\":2}|", "last line without a newline");
+	free(s);
+
+	s = readall(writefile("blank", "\n  \t\n{\"a\":1}\n\r\n\n{\"b\":2}\n\n", 25), &nbad);
+	tap_is(s, "3:{\"a\":1}|6:{\"b\":2}|", "blank lines skipped, physical numbers kept");
+	free(s);
+
+	s = readall(writefile("bom", "\xef\xbb\xbf{\"a\":1}\n\xef\xbb\xbf{}\n", 17), &nbad);
+	tap_is(s, "1:{\"a\":1}|2:\xef\xbb\xbf{}|", "BOM stripped at the start only");
+	free(s);
+
+	/* A CRLF pair straddling the reader's first read. */
+	big = xmalloc(chunk + 64);
+	memset(big, ' ', chunk + 64);
+	big[0] = '{';
+	big[1] = '}';
+	big[chunk - 1] = '\r';
+	big[chunk] = '\n';
+	memcpy(big + chunk + 1, "{\"z\":1}\r\n", 9);
+	s = readall(writefile("straddle", big, chunk + 10), &nbad);
+	p = strstr(s, "2:");
+	tap_ok(p != NULL && strcmp(p, "2:{\"z\":1}|") == 0 && strchr(s, '\r') == NULL,
+	    "CRLF straddling a read gives no empty line and no CR");
+	free(s);
+	free(big);
+
+	/* A 200 KB line. */
+	big = xmalloc(200 * 1024 + 16);
+	memset(big, 'a', 200 * 1024 + 16);
+	memcpy(big, "{\"x\":\"", 6);
+	memcpy(big + 200 * 1024, "\"}\n{}\n", 6);
+	s = readall(writefile("long", big, 200 * 1024 + 6), &nbad);
+	tap_is(s, "1:<204802 bytes>|2:{}|", "a 200 KB line is read whole");
+	free(s);
+	free(big);
+
+	/* Gzip input is read transparently. */
+	snprintf(big = xmalloc(300), 300, "%s/in.jsonl.gz", tmpl);
+	gz = gzopen(big, "wb");
+	for (i = 0; i < 3; i++)
+		gzprintf(gz, "{\"n\":%zu}\r\n", i);
+	gzclose(gz);
+	s = readall(big, &nbad);
+	tap_is(s, "1:{\"n\":0}|2:{\"n\":1}|3:{\"n\":2}|", "gzip input");
+	free(s);
+	free(big);
+
+	/* Over the hard cap: reported, skipped, the next line still read. */
+	big = xmalloc(JSONL_LINE_MAX + 64);
+	memset(big, 'a', JSONL_LINE_MAX + 64);
+	memcpy(big + JSONL_LINE_MAX + 10, "\n{}\n", 4);
+	qb_verbose = -1;
+	s = readall(writefile("huge", big, JSONL_LINE_MAX + 14), &nbad);
+	qb_verbose = 0;
+	tap_ok(nbad == 1 && s != NULL && strcmp(s, "2:{}|") == 0,
+	    "a line over the cap is rejected and the rest goes on");
+	free(s);
+	free(big);
+	unlink(writefile("huge", "", 0));
+}
+
+static void
+test_scan(void)
+{
+	struct json_scan s;
+	char err[256];
+	const char *line =
+	    "{\"custom_id\": \"a1\", \"body\" : {\"model\":\"m1\",\"n\":[1,{\"k\":2}],"
+	    "\"o\":{\"p\":1}}, \"x\":12.5,\"t\":true}";
+	const char *want = "{\"model\":\"m1\",\"n\":[1,{\"k\":2}],\"o\":{\"p\":1}}";
+	int ib, im, in, io;
+
+	memset(&s, 0, sizeof(s));
+	TAP_OK(json_scan(&s, line, strlen(line), err, sizeof(err)) == 0, "scan a record");
+	ib = json_find(&s, -1, "body");
+	TAP_OK(ib >= 0 && s.span[ib].type == JT_MAP && s.span[ib].len == strlen(want) &&
+	    strncmp(line + s.span[ib].off, want, s.span[ib].len) == 0,
+	    "body span is exact");
+	im = json_find(&s, ib, "model");
+	tap_is(json_sval(&s, im), "m1", "depth-2 string found");
+	in = json_find(&s, ib, "n");
+	TAP_OK(in >= 0 && s.span[in].len == 11, "depth-2 array span");
+	io = json_find(&s, ib, "o");
+	TAP_OK(io >= 0 && s.span[io].len == 7, "depth-2 object span");
+	TAP_OK(json_find(&s, -1, "k") < 0 && json_find(&s, -1, "p") < 0,
+	    "deeper keys are not members");
+	TAP_OK(json_find(&s, -1, "x") >= 0 &&
+	    s.span[json_find(&s, -1, "x")].len == 4, "number span");
+	tap_is(json_sval(&s, json_find(&s, -1, "custom_id")), "a1", "id value");
+
+	TAP_OK(json_scan(&s, "[1,2]", 5, err, sizeof(err)) == -1 &&
+	    strcmp(err, "not a JSON object") == 0, "array is not an object");
+	TAP_OK(json_scan(&s, "null", 4, err, sizeof(err)) == -1 &&
+	    strcmp(err, "not a JSON object") == 0, "null is not an object");
+	TAP_OK(json_scan(&s, "{\"a\":\"caf\xc3(\"}", 12, err, sizeof(err)) == -1 &&
+	    strstr(err, "UTF8") != NULL && strstr(err, "at byte") != NULL,
+	    "invalid UTF-8 rejected with a byte offset");
+	printf("# %s\n", err);
+	TAP_OK(json_scan(&s, "{\"a\":[", 6, err, sizeof(err)) == -1 &&
+	    strstr(err, "at end of line") != NULL, "truncated line");
+	TAP_OK(json_scan(&s, "{\"a\":1} x", 9, err, sizeof(err)) == -1,
+	    "trailing garbage rejected");
+	buf_free(&s.strs);
+}
+
+static void
+test_ids(void)
+{
+	struct idmap m;
+	char key[32];
+	int isnew, good = 1;
+	size_t i;
+
+	TAP_OK(id_check("doc-42_x", 8) == NULL, "valid id");
+	TAP_OK(id_check("doc/7 #a", 8) != NULL, "id with / space # refused");
+	TAP_OK(id_check("", 0) != NULL, "empty id refused");
+	memset(key, 'x', sizeof(key));
+	TAP_OK(id_check(key, 32) == NULL, "32 characters fine");
+
+	idmap_init(&m);
+	for (i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "id-%zu", i);
+		if (idmap_put(&m, key, strlen(key), &isnew) != i || !isnew)
+			good = 0;
+	}
+	for (i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "id-%zu", i);
+		if (idmap_get(&m, key, strlen(key)) != i ||
+		    strcmp(idmap_key(&m, i), key) != 0)
+			good = 0;
+	}
+	idmap_put(&m, "id-7", 4, &isnew);
+	TAP_OK(good && !isnew && idmap_get(&m, "id-5000", 7) == (size_t)-1,
+	    "id map numbers, finds and refuses duplicates");
+	idmap_free(&m);
+}
+
+static void
+test_sha256(void)
+{
+	struct sha256 c;
+	char hex[65];
+	size_t i;
+
+	sha256_init(&c);
+	sha256_update(&c, "abc", 3);
+	sha256_hex(&c, hex);
+	tap_is(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+	    "sha256(abc)");
+	sha256_init(&c);
+	for (i = 0; i < 1000000; i++)
+		sha256_update(&c, "a", 1);
+	sha256_hex(&c, hex);
+	tap_is(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+	    "sha256 of a million a's, fed byte by byte");
+}
+
+int
+main(void)
+{
+	qb_setprog("unit-jsonl");
+	if (mkdtemp(tmpl) == NULL)
+		return 2;
+	test_reader();
+	test_scan();
+	test_ids();
+	test_sha256();
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
+		if (system(cmd) != 0)
+			return 2;
+	}
+	return tap_done();
+}
