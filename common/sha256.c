@@ -4,10 +4,17 @@
  */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sha256.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define HAVE_SHANI_CODE 1
+#endif
 
 static const uint32_t K[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
@@ -26,7 +33,7 @@ static const uint32_t K[64] = {
 #define ROR(x, n)	(((x) >> (n)) | ((x) << (32 - (n))))
 
 static void
-block(struct sha256 *c, const unsigned char *p)
+block_c(uint32_t *st, const unsigned char *p)
 {
 	uint32_t w[64], a, b, d, e, f, g, h, cc, t1, t2;
 	int i;
@@ -38,8 +45,8 @@ block(struct sha256 *c, const unsigned char *p)
 		w[i] = (ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10)) +
 		    w[i - 7] + (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^
 		    (w[i - 15] >> 3)) + w[i - 16];
-	a = c->h[0]; b = c->h[1]; cc = c->h[2]; d = c->h[3];
-	e = c->h[4]; f = c->h[5]; g = c->h[6]; h = c->h[7];
+	a = st[0]; b = st[1]; cc = st[2]; d = st[3];
+	e = st[4]; f = st[5]; g = st[6]; h = st[7];
 	for (i = 0; i < 64; i++) {
 		t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) +
 		    ((e & f) ^ (~e & g)) + K[i] + w[i];
@@ -48,8 +55,94 @@ block(struct sha256 *c, const unsigned char *p)
 		h = g; g = f; f = e; e = d + t1;
 		d = cc; cc = b; b = a; a = t1 + t2;
 	}
-	c->h[0] += a; c->h[1] += b; c->h[2] += cc; c->h[3] += d;
-	c->h[4] += e; c->h[5] += f; c->h[6] += g; c->h[7] += h;
+	st[0] += a; st[1] += b; st[2] += cc; st[3] += d;
+	st[4] += e; st[5] += f; st[6] += g; st[7] += h;
+}
+
+#ifdef HAVE_SHANI_CODE
+/*
+ * The same compression with the x86 SHA extensions (Intel SHA-NI), about
+ * ten times faster: batch files are hundreds of megabytes and qb-pack
+ * hashes every byte it writes. Lanes hold the state as ABEF and CDGH.
+ */
+__attribute__((target("sha,sse4.1")))
+static void
+blocks_shani(uint32_t *st, const unsigned char *p, size_t n)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL,
+	    0x0405060700010203ULL);
+	__m128i s0, s1, t, m, w[4], abef, cdgh;
+	int i;
+
+	t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&st[0]), 0xb1);
+	s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&st[4]), 0x1b);
+	s0 = _mm_alignr_epi8(t, s1, 8);
+	s1 = _mm_blend_epi16(s1, t, 0xf0);
+	for (; n > 0; n--, p += 64) {
+		abef = s0;
+		cdgh = s1;
+		for (i = 0; i < 4; i++)
+			w[i] = _mm_shuffle_epi8(_mm_loadu_si128(
+			    (const __m128i *)(p + 16 * i)), bswap);
+#pragma GCC unroll 16
+		for (i = 0; i < 16; i++) {
+			m = _mm_add_epi32(w[i & 3],
+			    _mm_loadu_si128((const __m128i *)&K[4 * i]));
+			s1 = _mm_sha256rnds2_epu32(s1, s0, m);
+			if (i >= 3 && i <= 14) {
+				t = _mm_alignr_epi8(w[i & 3], w[(i - 1) & 3], 4);
+				w[(i + 1) & 3] = _mm_add_epi32(w[(i + 1) & 3], t);
+				w[(i + 1) & 3] = _mm_sha256msg2_epu32(w[(i + 1) & 3],
+				    w[i & 3]);
+			}
+			m = _mm_shuffle_epi32(m, 0x0e);
+			s0 = _mm_sha256rnds2_epu32(s0, s1, m);
+			if (i >= 1 && i <= 12)
+				w[(i - 1) & 3] = _mm_sha256msg1_epu32(w[(i - 1) & 3],
+				    w[i & 3]);
+		}
+		s0 = _mm_add_epi32(s0, abef);
+		s1 = _mm_add_epi32(s1, cdgh);
+	}
+	t = _mm_shuffle_epi32(s0, 0x1b);
+	s1 = _mm_shuffle_epi32(s1, 0xb1);
+	s0 = _mm_blend_epi16(t, s1, 0xf0);
+	s1 = _mm_alignr_epi8(s1, t, 8);
+	_mm_storeu_si128((__m128i *)&st[0], s0);
+	_mm_storeu_si128((__m128i *)&st[4], s1);
+}
+
+static int
+have_shani(void)
+{
+	static int known = -1;
+	unsigned a, b, c, d;
+
+	if (known < 0) {
+		known = 0;
+		/* CPUID leaf 7: EBX bit 29 is SHA; SSE4.1 is leaf 1 ECX bit 19. */
+		if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1) &&
+		    __get_cpuid(1, &a, &b, &c, &d) && (c >> 19 & 1))
+			known = 1;
+		if (getenv("QB_NO_SHANI") != NULL)
+			known = 0;
+	}
+	return known;
+}
+#endif
+
+/* Compress n 64-byte blocks at p into the state. */
+static void
+blocks(struct sha256 *c, const unsigned char *p, size_t n)
+{
+#ifdef HAVE_SHANI_CODE
+	if (have_shani()) {
+		blocks_shani(c->h, p, n);
+		return;
+	}
+#endif
+	for (; n > 0; n--, p += 64)
+		block_c(c->h, p);
 }
 
 void
@@ -80,11 +173,12 @@ sha256_update(struct sha256 *c, const void *vp, size_t n)
 		n -= k;
 		if (c->nblk < 64)
 			return;
-		block(c, c->blk);
+		blocks(c, c->blk, 1);
 		c->nblk = 0;
 	}
-	for (; n >= 64; p += 64, n -= 64)
-		block(c, p);
+	blocks(c, p, n / 64);
+	p += n / 64 * 64;
+	n %= 64;
 	memcpy(c->blk, p, n);
 	c->nblk = n;
 }
