@@ -6,8 +6,8 @@ CFLAGS ?= -O2 -g
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
-LDLIBS = -lcurl -lyajl -lz -lm
-override CFLAGS += -std=c99 -Wall -Wextra -Wno-unused-parameter
+LDLIBS = -lcurl -lyajl -lz -lm -lpthread
+override CFLAGS += -pthread -std=c99 -Wall -Wextra -Wno-unused-parameter
 override CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DQB_VERSION='"$(VERSION)"' -Icommon
 
 TOOLS = qb-pack qb-submit qb-poll qb-reconcile

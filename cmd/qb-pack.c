@@ -19,6 +19,7 @@
 #include "afile.h"
 #include "buf.h"
 #include "exits.h"
+#include "hwrite.h"
 #include "idmap.h"
 #include "jout.h"
 #include "json.h"
@@ -57,15 +58,15 @@ struct group {
 	char		*endpoint;
 	char		*model;
 	struct afile	 af;
+	struct hwrite	 hw;		/* hashes and writes af's file */
 	int		 open;
 	long long	 requests;
 	long long	 bytes;
-	struct sha256	 sha;
 };
 
 struct packer {
 	struct opts	*o;
-	struct group	*g;
+	struct group	**g;		/* each its own allocation: threads hold &g->hw */
 	size_t		 ng;
 	struct idmap	 ids;
 	unsigned long	*firstline;	/* line of each id's first use */
@@ -102,13 +103,12 @@ group_start(struct packer *pk, struct group *g)
 	struct buf path = BUF_INIT;
 
 	buf_printf(&path, "%s/.qb-pack", pk->o->dir);
-	if (afile_open(&g->af, path.p) == -1)
+	if (afile_open(&g->af, path.p) == -1 ||
+	    hwrite_open(&g->hw, fileno(g->af.fp)) == -1)
 		qb_diesys(QB_EX_IOERR, "%s: cannot create a batch file", pk->o->dir);
-	setvbuf(g->af.fp, NULL, _IOFBF, 1 << 20);
 	buf_free(&path);
 	g->open = 1;
 	g->requests = g->bytes = 0;
-	sha256_init(&g->sha);
 }
 
 /* Close the group's file: fsync, rename to its content name, print the pack record. */
@@ -121,7 +121,8 @@ group_finish(struct packer *pk, struct group *g)
 
 	if (!g->open)
 		return;
-	sha256_hex(&g->sha, hex);
+	if (hwrite_close(&g->hw, hex) == -1)
+		qb_diesys(QB_EX_IOERR, "%s: write error", g->af.tmp);
 	buf_printf(&path, "%s/%s.", pk->o->dir, pk->o->prov->name);
 	slug(&path, g->endpoint[0] == '/' ? g->endpoint + 1 : g->endpoint);
 	buf_putc(&path, '.');
@@ -154,12 +155,11 @@ group_get(struct packer *pk, const char *endpoint, const char *model)
 	struct group *g;
 
 	for (i = 0; i < pk->ng; i++)
-		if (strcmp(pk->g[i].endpoint, endpoint) == 0 &&
-		    strcmp(pk->g[i].model, model) == 0)
-			return &pk->g[i];
+		if (strcmp(pk->g[i]->endpoint, endpoint) == 0 &&
+		    strcmp(pk->g[i]->model, model) == 0)
+			return pk->g[i];
 	pk->g = xreallocarray(pk->g, pk->ng + 1, sizeof(*pk->g));
-	g = &pk->g[pk->ng++];
-	memset(g, 0, sizeof(*g));
+	g = pk->g[pk->ng++] = xcalloc(1, sizeof(*g));
 	g->endpoint = xstrdup(endpoint);
 	g->model = xstrdup(model);
 	return g;
@@ -269,10 +269,8 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 		group_finish(pk, g);
 	if (!g->open)
 		group_start(pk, g);
-	if (fwrite(out, 1, n, g->af.fp) != n || putc('\n', g->af.fp) == EOF)
+	if (hwrite_put(&g->hw, out, n) == -1 || hwrite_put(&g->hw, "\n", 1) == -1)
 		qb_diesys(QB_EX_IOERR, "%s: write error", g->af.tmp);
-	sha256_update(&g->sha, out, n);
-	sha256_update(&g->sha, "\n", 1);
 	g->requests++;
 	g->bytes += (long long)n + 1;
 	yajl_gen_clear(pk->gen);
@@ -283,11 +281,14 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 static void
 abort_all(struct packer *pk)
 {
+	char hex[65];
 	size_t i;
 
 	for (i = 0; i < pk->ng; i++)
-		if (pk->g[i].open)
-			afile_abort(&pk->g[i].af);
+		if (pk->g[i]->open) {
+			hwrite_close(&pk->g[i]->hw, hex);
+			afile_abort(&pk->g[i]->af);
+		}
 }
 
 int
@@ -402,8 +403,22 @@ main(int argc, char *argv[])
 		r.name = NULL;
 		jsonl_close(&r);
 	}
-	for (i = 0; i < pk.ng; i++)
-		group_finish(&pk, &pk.g[i]);
+	for (i = 0; i < pk.ng; i++) {
+		group_finish(&pk, pk.g[i]);
+		free(pk.g[i]->endpoint);
+		free(pk.g[i]->model);
+		free(pk.g[i]);
+	}
+	free(pk.g);
+	for (k = 0; k < nfile; k++)
+		free(opened[k]);
+	free(opened);
+	free(pk.firstline);
+	free(pk.firstfile);
+	idmap_free(&pk.ids);
+	buf_free(&pk.scan.strs);
+	yajl_gen_free(pk.gen);
+	yajl_gen_free(pk.rec);
 	qb_note(1, "%lu lines, %lu packed into %lu files, %lu rejected",
 	    pk.nin, pk.nin - pk.nbad, pk.nfiles, pk.nbad);
 	qb_close_stdout();

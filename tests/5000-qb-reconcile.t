@@ -1,0 +1,279 @@
+#!/bin/sh
+# qb-reconcile: results joined to requests by id (cases 5-10, 13-16), job
+# records, pending and failed batches, .gz and piped input, prices, items
+# carried into outcomes, flat memory (case 12), the real fixtures.
+. "$(dirname "$0")/lib.sh"
+C=$TOP/tests/data/cases
+D=$TOP/tests/data/reconcile
+plan 102
+
+# rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
+rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
+# recin FILE ARGS...: the same with FILE on standard input
+recin() { _f=$1; shift; qb-reconcile "$@" <"$_f" >"$T/out" 2>"$T/err"; rc=$?; }
+# col FILTER: FILTER over every outcome, one line, space separated
+col() { jqr "$1" "$T/out" | tr '\n' ' '; }
+# of ID FILTER: FILTER over the outcome of ID
+of() { jqr "select(.id == \"$1\") | $2" "$T/out"; }
+# last: the summary line
+last() { tail -n 1 "$T/err"; }
+# job FILE ARGS...: a job record (jq -n arguments build the rest) into FILE
+job() { _f=$1; shift; jq -nc "$@" >"$_f"; }
+
+# options and exit statuses
+check_exit 0 "-h" qb-reconcile -h
+like "$(cat "$T/out")" "usage: qb-reconcile [-hquVv] [--strict] [-r file]... [--prices file]" "-h prints the synopsis"
+check_exit 0 "-V" qb-reconcile -V
+like "$(cat "$T/out")" "qb-reconcile 0." "-V prints the version"
+check_exit 64 "unknown option" qb-reconcile --nope
+check_exit 66 "a -r file missing" qb-reconcile -r "$T/none.jsonl" "$C/out-of-order.output.jsonl"
+is "$(cat "$T/err"):$(wc -c <"$T/out" | tr -d ' ')" "qb-reconcile: $T/none.jsonl: No such file or directory:0" "missing -r named, nothing written"
+check_exit 66 "an operand missing" qb-reconcile -r "$C/out-of-order.input.jsonl" "$T/none.jsonl"
+is "$(wc -c <"$T/out" | tr -d ' ')" 0 "missing operand: nothing written"
+check_exit 64 "stdin twice" qb-reconcile -r - </dev/null
+check_exit 66 "--prices file missing" qb-reconcile --prices "$T/none.jsonl" -r "$C/out-of-order.input.jsonl" /dev/null
+
+# case 13: out of order, joined on custom_id only
+rec -r "$C/out-of-order.input.jsonl" "$C/out-of-order.output.jsonl"
+is "$rc" 0 "case 13: exit 0, every outcome done"
+is "$(col '"\(.id)=\(.outcome)=\(.response.choices[0].message.content)"')" \
+    "c3=done=three c1=done=one c2=done=two " "case 13: joined by id, streamed in result order"
+is "$(col .request_id)" "q3 q1 q2 " "case 13: each result's own request_id"
+is "$(cat "$T/err")" "qb-reconcile: 3 requests: 3 done, 0 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 0 out 0" "case 13: summary"
+is "$(col 'has("body")')" "false false false " "case 13: done outcomes carry no body"
+rec -q --requests "$C/out-of-order.input.jsonl" "$C/out-of-order.output.jsonl"
+is "$rc:$(cat "$T/err"):$(wc -l <"$T/out" | tr -d ' ')" "0::3" "--requests, -q: no summary"
+qb-reconcile -r "$C/out-of-order.input.jsonl" "$C/out-of-order.output.jsonl" >/dev/full 2>"$T/err"
+is "$?:$(tail -n 1 "$T/err")" "74:qb-reconcile: write error on standard output: No space left on device" "a write error: exit 74"
+
+# case 14: an expired batch: x1 done, x2 and x3 retry as items
+rec -r "$D/expired.requests.jsonl" "$C/expired.output.jsonl" "$C/expired.errors.jsonl"
+is "$rc" 1 "case 14: exit 1 (retries)"
+is "$(col '"\(.id)=\(.outcome)=\(.status)"')" "x1=done=succeeded x2=retry=expired x3=retry=expired " "case 14: x1 done, x2 x3 retry, status expired"
+is "$(of x2 .error.code)" batch_expired "case 14: error code kept"
+is "$(of x1 .usage.input_tokens):$(of x1 .usage.output_tokens)" "5:1" "case 14: x1 usage from prompt/completion tokens"
+jqr 'select(.outcome == "retry") | {id, endpoint, body}' "$T/out" >"$T/retry.items"
+jqr '{id: .custom_id, endpoint: .url, body} | select(.id != "x1")' "$D/expired.requests.jsonl" >"$T/want.items"
+check_same "$T/retry.items" "$T/want.items" "case 14: retry outcomes carry the request's endpoint and body"
+jqr 'select(.outcome == "retry")' "$T/out" >"$T/retry.jsonl"
+mkdir "$T/repack"
+qb-pack -d "$T/repack" "$T/retry.jsonl" >"$T/pack.out" 2>"$T/pack.err"
+is "$?:$(jqr .requests "$T/pack.out")" "0:2" "case 14: the retry outcomes are valid items (qb-pack takes them)"
+grep -h '"body"' "$D/expired.requests.jsonl" | sed -n '2,3s/.*"body"://p' | sed 's/}$//' >"$T/want.bodies"
+sed 's/.*"body"://; s/}$//' "$T/retry.jsonl" >"$T/got.bodies"
+check_same "$T/got.bodies" "$T/want.bodies" "case 14: bodies copied byte for byte"
+
+# case 15: an HTTP error inside response with "error": null
+rec -r "$D/http-error.requests.jsonl" "$C/http-error-in-response.jsonl"
+is "$rc" 1 "case 15: exit 1"
+is "$(of k1 '[.outcome,.status,.http_status,.error.type,.error.code,.error.param,.error.message]|@tsv')" \
+    "dead	errored	400	invalid_request_error	context_length_exceeded	max_tokens	max_tokens is too large" \
+    "case 15: k1 dead, type, code, param, message kept"
+is "$(of k1 'has("body")')" false "case 15: a dead outcome carries no body"
+
+# case 16: the four Anthropic result types
+rec -r "$D/anthropic.requests.jsonl" "$C/anthropic-result-types.jsonl"
+is "$rc" 1 "case 16: exit 1"
+is "$(col '"\(.id)=\(.outcome)=\(.status)"')" "z1=done=succeeded z2=dead=errored z3=retry=expired z4=retry=canceled " "case 16: z1 done, z3 z4 retry"
+is "$(of z2 '[.error.type,.error.message]|@tsv')" "invalid_request_error	Your credit balance is too low" "case 16: z2 keeps type and message"
+is "$(of z1 '"\(.usage.input_tokens)/\(.usage.output_tokens)/\(.response.id)"')" "3/1/msg_1" "case 16: z1 usage and message"
+is "$(of z3 '"\(.endpoint) \(.params == .body) \(.body.messages[0].content)"')" "/v1/messages true hi z3" "case 16: Anthropic retry carries endpoint, body and params"
+
+# cases 5-10 as request files: bad lines reported with FILE:LINE, the rest go through
+rec -r "$C/malformed-middle.jsonl" -r "$C/non-object.jsonl" -r "$C/blank-lines.jsonl" \
+    -r "$C/crlf.jsonl" -r "$C/bom.jsonl" -r "$C/invalid-utf8.jsonl" "$D/hygiene.results.jsonl"
+is "$rc" 1 "cases 5-10: exit 1 (lines rejected)"
+cat >"$T/want.err" <<EOF
+qb-reconcile: $C/malformed-middle.jsonl:2: parse error: premature EOF at end of line
+qb-reconcile: $C/non-object.jsonl:1: not a JSON object
+qb-reconcile: $C/non-object.jsonl:2: not a JSON object
+qb-reconcile: $C/non-object.jsonl:3: not a JSON object
+qb-reconcile: $C/invalid-utf8.jsonl:2: lexical error: invalid bytes in UTF8 string at byte 128
+qb-reconcile: 11 requests: 11 done, 0 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 11 out 11
+EOF
+check_same "$T/err" "$T/want.err" "cases 5-10: each bad line named with its line; blank lines silent"
+is "$(col .id)" "g1 g3 n1 b1 b2 w1 w2 bom1 bom2 v1 v3 " "cases 5-10: every good request joined"
+# re-read by offset: after a BOM, with CRLF endings, from a .gz and from a pipe
+rec -r "$C/bom.jsonl" -r "$C/crlf.jsonl" -r "$C/blank-lines.jsonl" /dev/null
+is "$(col '"\(.id)=\(.body.messages[0].content)"')" "bom1=hi bom2=hi w1=one w2=two b1=one b2=two " "cases 7-9: retries re-read from the right offsets"
+ok_if "cases 8-9: no BOM and no CR in the output" "$(grep -c "$(printf '\r\|\357\273\277')" "$T/out")" = 0
+gzip -c "$D/expired.requests.jsonl" >"$T/req.jsonl.gz"
+rec -r "$T/req.jsonl.gz" "$C/expired.output.jsonl"
+is "$rc:$(col '"\(.id)=\(.outcome)=\(.body.messages[0].content)"')" "1:x1=done=null x2=retry=two x3=retry=three " ".gz request file: indexed and re-read"
+recin "$D/expired.requests.jsonl" -r - "$C/expired.output.jsonl"
+is "$rc:$(col '"\(.id)=\(.outcome)=\(.body.messages[0].content)"')" "1:x1=done=null x2=retry=two x3=retry=three " "requests on a pipe (-r -): indexed and re-read"
+
+# a request json_scan cannot record whole (over 64 members, a long key) still carries through
+jq -nc '{meta: ([range(70) | {key: "k\(.)", value: .}] | from_entries), ("x" * 80): 1, body: {model: "m1", messages: []}, endpoint: "/v1/embeddings", custom_id: "wide"}' >"$T/wide.req"
+rec -r "$T/wide.req" /dev/null
+is "$(col '"\(.id) \(.meta | length) \(.meta.k69) \(.endpoint) \(.body.model) \(has("x" * 80))"')" "wide 70 69 /v1/embeddings m1 true " "a wide request: indexed and carried whole"
+
+# case 1's file as requests: a duplicate id reported at its line
+rec -r "$C/dup-id.jsonl" /dev/null
+is "$(head -n 1 "$T/err")" "qb-reconcile: $C/dup-id.jsonl:2: duplicate id \"a1\" (first at $C/dup-id.jsonl:1)" "duplicate request id reported at its line"
+is "$rc:$(col '"\(.id)=\(.body.messages[0].content)"')" "1:a1=one " "the first request with the id stands"
+check_exit 65 "--strict: a duplicate request id stops" qb-reconcile --strict -r "$C/dup-id.jsonl" /dev/null
+
+# result lines of every kind of fault; unknown ids and duplicates
+rec -r "$C/out-of-order.input.jsonl" "$D/bad.results.jsonl"
+B=$D/bad.results.jsonl
+cat >"$T/want.err" <<EOF
+qb-reconcile: $B:3: parse error: premature EOF at end of line
+qb-reconcile: $B:4: not a JSON object
+qb-reconcile: $B:5: "response" is neither an object nor null
+qb-reconcile: $B:6: "custom_id" is not a string
+qb-reconcile: $B:7: neither a response nor an error
+qb-reconcile: $B:8: unknown result type "weird"
+qb-reconcile: $B:9: a request, not a result (requests go with -r)
+qb-reconcile: $B:10: neither a result nor a job record
+qb-reconcile: $B:11: result for unknown id "c9"
+qb-reconcile: $B:13: duplicate result for id "c2"; the first one (done) stands
+qb-reconcile: $B:14: lexical error: invalid bytes in UTF8 string at byte 70
+qb-reconcile: 3 requests: 2 done, 1 retry, 0 dead, 0 pending; 1 unknown, 1 duplicate; tokens in 6 out 3
+EOF
+check_same "$T/err" "$T/want.err" "bad result lines: each named with FILE:LINE and its reason"
+is "$rc" 1 "bad result lines: exit 1"
+is "$(col '"\(.id)=\(.outcome)=\(.status)"')" "c1=done=succeeded c2=done=succeeded c3=retry=missing " "BOM and CRLF result lines read; one outcome per id; missing becomes retry"
+is "$(of c3 '[.error.code,.error.message]|@tsv')" "missing_result	no result for this id" "missing result: error says so"
+is "$(of c2 .response.choices[0].message.content)" two "duplicate: the first result wins"
+rec --strict -r "$C/out-of-order.input.jsonl" "$D/bad.results.jsonl"
+is "$rc:$(col .id)" "65:c1 " "--strict: stops at the first bad line with 65, earlier outcomes kept"
+is "$(tail -n 1 "$T/err")" "qb-reconcile: stopped at the first rejected line (--strict)" "--strict: says why"
+printf '%s\n' '{"custom_id":"c9","response":{"status_code":200,"body":{}},"error":null}' >"$T/unknown.jsonl"
+check_exit 65 "--strict: an unknown id stops too" qb-reconcile --strict -r "$C/out-of-order.input.jsonl" "$T/unknown.jsonl"
+
+# qb items: meta, queue, receipt, receives and unknown keys carried; prices
+rec --prices "$D/prices.jsonl" -r "$D/items.jsonl" "$D/items.results.jsonl"
+is "$rc" 1 "items: exit 1 (one dead, one retry)"
+is "$(col '"\(.id)=\(.outcome)"')" "i2=done i1=done i4=dead i3=retry " "items: outcomes as results arrive, then the missing one"
+is "$(of i1 '[.meta.doc,.queue,.receipt,.receives]|@tsv')" "41	dir:/var/spool/qb/in	cur/i1:2,lease	1" "items: meta, queue, receipt, receives carried"
+is "$(of i2 .note)" carried "items: unknown item keys carried"
+is "$(of i4 '[.meta.doc,.receipt,has("body")]|@tsv')" "44	cur/i4:2,lease	false" "items: a dead outcome carries the item but not its body"
+is "$(of i3 '[.meta.doc,.endpoint,.body.messages[0].content,.status]|@tsv')" "43	/v1/chat/completions	item 3	missing" "items: a retry is the item again"
+jqr 'select(.id == "i3") | del(.id, .outcome, .cost_usd, .status, .http_status, .error, .usage, .request_id, .batch_id, .response)' "$T/out" >"$T/got.item"
+jqr 'select(.id == "i3") | del(.id)' "$D/items.jsonl" >"$T/want.item"
+is "$(jq -S . "$T/got.item")" "$(jq -S . "$T/want.item")" "items: the retry holds every member of the item"
+is "$(col .cost_usd)" "2.7e-06 2.85e-06 null null " "--prices: cost_usd at the batch price, null without usage"
+is "$(last)" "qb-reconcile: 4 requests: 2 done, 1 retry, 1 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 17 out 5; cost \$0.00000555" "--prices: cost in the summary"
+jq -nc '{custom_id:"p1",method:"POST",url:"/v1/chat/completions",body:{model:"alias",messages:[]}}' >"$T/p.req"
+jq -nc '{custom_id:"p1",response:{status_code:200,body:{model:"gpt-4o-2024-08-06",usage:{prompt_tokens:1000,completion_tokens:100}}},error:null}' >"$T/p.res"
+rec --prices "$D/prices.jsonl" -r "$T/p.req" "$T/p.res"
+is "$rc:$(col .cost_usd)" "0:0.0035 " "--prices: a dated model is priced by its base name"
+rec -r "$D/items.jsonl" "$D/items.results.jsonl"
+is "$(col .cost_usd)" "null null null null " "no --prices: cost_usd null"
+printf '%s\n' '{"model":"m1","input_per_mtok":"cheap","output_per_mtok":1}' >"$T/badprice.jsonl"
+rec --prices "$T/badprice.jsonl" -r "$C/out-of-order.input.jsonl" "$C/out-of-order.output.jsonl"
+is "$rc:$(head -n 1 "$T/err")" "1:qb-reconcile: $T/badprice.jsonl:1: expected \"model\" and numbers \"input_per_mtok\", \"output_per_mtok\" >= 0" "a bad price line is reported"
+
+# vLLM run-batch output and qb result records
+rec -r "$D/vllm.requests.jsonl" "$D/vllm.output.jsonl"
+is "$(col '"\(.id)=\(.outcome)=\(.http_status)"')" "vl1=done=200 vl2=dead=400 vl3=retry=503 vl4=done=null " "vllm: status_code decides; old bare completion done"
+is "$(of vl2 .error.message)" "This model's maximum context length is 8 tokens" "vllm: a string error is the message"
+rec -r "$C/out-of-order.input.jsonl" "$D/sync.results.jsonl"
+is "$(col '"\(.id)=\(.outcome)"')" "c1=done c2=retry c3=dead " "qb result records classified"
+is "$(of c2 .error.retry_after)" 20 "qb result records: the error object carried whole"
+
+# job records on stdin, pointing at result files in $T
+cp "$D/expired.requests.jsonl" "$C/expired.output.jsonl" "$T/"
+gzip -c "$C/expired.errors.jsonl" >"$T/expired.errors.jsonl.gz"
+job "$T/job.x" --arg t "$T" '{provider:"openai",batch_id:"batch_x",file:"\($t)/expired.requests.jsonl",sha256:"0",status:"expired",ended:true,results:["\($t)/expired.output.jsonl","\($t)/expired.errors.jsonl.gz"]}'
+recin "$T/job.x"
+is "$rc" 1 "job: exit 1"
+is "$(col '"\(.id)=\(.outcome)=\(.status)=\(.batch_id)"')" "x1=done=succeeded=batch_x x2=retry=expired=batch_x x3=retry=expired=batch_x " "job: its file indexed, its results (one .gz) read, batch_id set"
+is "$(of x3 .body.messages[0].content)" three "job: a retry from the job's own file is an item"
+job "$T/job.p" --arg t "$T" '{provider:"openai",batch_id:"batch_p",file:"\($t)/expired.requests.jsonl",status:"in_progress",ended:false,results:["\($t)/expired.output.jsonl"]}'
+recin "$T/job.p"
+is "$rc:$(col .id)" "0:x1 " "job not ended: results that came are outcomes, exit 0"
+is "$(last)" "qb-reconcile: 3 requests: 1 done, 0 retry, 0 dead, 2 pending; 0 unknown, 0 duplicate; tokens in 5 out 1" "job not ended: the rest pending, no outcome"
+job "$T/job.q" --arg t "$T" '{batch_id:"batch_q",file:"\($t)/expired.requests.jsonl",status:"validating"}'
+recin "$T/job.q"
+is "$rc:$(wc -c <"$T/out" | tr -d ' '):$(last)" "0:0:qb-reconcile: 3 requests: 0 done, 0 retry, 0 dead, 3 pending; 0 unknown, 0 duplicate; tokens in 0 out 0" "job with no ended and a live status: pending"
+job "$T/job.f" --arg t "$T" '{provider:"openai",batch_id:"batch_f",file:"\($t)/expired.requests.jsonl",status:"failed",ended:true,errors:[{code:"token_limit_exceeded",line:null,param:null,message:"Enqueued token limit reached for m1"}],results:[]}'
+recin "$T/job.f"
+is "$rc" 1 "failed job: exit 1"
+is "$(col '"\(.id)=\(.outcome)=\(.error.code)"')" "x1=retry=token_limit_exceeded x2=retry=token_limit_exceeded x3=retry=token_limit_exceeded " "failed job: every request retry with the batch's error"
+is "$(of x1 '[.status,.error.message,.batch_id,.endpoint]|@tsv')" "missing	Enqueued token limit reached for m1	batch_f	/v1/chat/completions" "failed job: message, batch_id and endpoint"
+job "$T/job.o" --arg t "$T" '{batch_id:"batch_o",file:"\($t)/expired.requests.jsonl",status:"failed",ended:true,errors:{object:"list",data:[{code:"invalid_json_line",message:"bad line"}]}}'
+recin "$T/job.o"
+is "$(of x2 .error.code)" invalid_json_line "failed job: errors.data[0] as OpenAI nests it"
+job "$T/job.c" --arg t "$T" '{batch_id:"batch_c",file:"\($t)/expired.requests.jsonl",status:"completed",ended:true,results:["\($t)/expired.output.jsonl"]}'
+recin "$T/job.c"
+is "$(col '"\(.id)=\(.outcome)=\(.status)=\(.error.code)"')" "x1=done=succeeded=null x2=retry=missing=missing_result x3=retry=missing=missing_result " "completed job: requests without a line retry, missing_result"
+job "$T/job.e" --arg t "$T" '{batch_id:"batch_e",file:"\($t)/expired.requests.jsonl",status:"expired",ended:true,results:["\($t)/expired.output.jsonl"]}'
+recin "$T/job.e"
+is "$(of x2 '[.status,.error.code]|@tsv')" "expired	batch_expired" "expired job without error lines: status expired"
+job "$T/job.m" --arg t "$T" '{batch_id:"batch_m",file:"\($t)/expired.requests.jsonl",status:"completed",ended:true,results:["\($t)/gone.jsonl"]}'
+recin "$T/job.m"
+is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "1:0" "a results file missing: exit 1, no retry written"
+is "$(head -n 1 "$T/err")" "qb-reconcile: <stdin>:1: job batch_m: results $T/gone.jsonl: No such file or directory; its requests stay pending" "a results file missing: reported, requests pending"
+# the job's file is a -r file (named another way): not indexed twice
+job "$T/job.s" --arg t "$T" '{batch_id:"batch_s",file:"\($t)/./expired.requests.jsonl",status:"in_progress",ended:false}'
+recin "$T/job.s" -r "$T/expired.requests.jsonl"
+is "$rc:$(cat "$T/err")" "0:qb-reconcile: 3 requests: 0 done, 0 retry, 0 dead, 3 pending; 0 unknown, 0 duplicate; tokens in 0 out 0" "job file = -r file: no duplicates, pending"
+# the job's file is the batch packed from the -r items: the items' members win
+cp "$D/items.batch.jsonl" "$D/items.results.jsonl" "$T/"
+job "$T/job.i" --arg t "$T" '{batch_id:"batch_i",file:"\($t)/items.batch.jsonl",status:"completed",ended:true,results:["\($t)/items.results.jsonl"]}'
+recin "$T/job.i" -r "$D/items.jsonl"
+is "$rc:$(grep -c duplicate "$T/err")" "1:1" "job over items: no duplicate reported for the batch file's ids"
+is "$(col '"\(.id)=\(.outcome)=\(.batch_id)=\(.meta.doc)"')" "i2=done=batch_i=42 i1=done=batch_i=41 i4=dead=batch_i=44 i3=retry=batch_i=43 " "job over items: outcomes carry the items' meta and the batch id"
+is "$(of i3 '[.receipt,.body.messages[0].content]|@tsv')" "cur/i3:2,lease	item 3" "job over items: the retry is the queue item"
+# job records and result lines mixed in one stream
+cat "$T/job.p" "$C/expired.errors.jsonl" >"$T/mixed"
+recin "$T/mixed"
+is "$rc:$(col '"\(.id)=\(.outcome)"')" "1:x1=done x2=retry x3=retry " "job records and raw result lines mixed"
+printf '%s\n' '{"batch_id":"b","file":3}' >"$T/job.bad"
+recin "$T/job.bad"
+is "$rc:$(head -n 1 "$T/err")" "1:qb-reconcile: <stdin>:1: job record: \"file\" is not a string or \"results\" not an array" "a bad job record is reported"
+
+# case 12: memory stays flat however large the requests are
+awk 'BEGIN { s = sprintf("%4000s", ""); gsub(/ /, "x", s);
+	for (i = 0; i < 20000; i++) printf "{\"custom_id\":\"r%d\",\"method\":\"POST\",\"url\":\"/v1/chat/completions\",\"body\":{\"model\":\"m1\",\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}]}}\n", i, s }' >"$T/big.req"
+awk 'BEGIN { for (i = 19999; i >= 0; i -= 2) printf "{\"custom_id\":\"r%d\",\"response\":{\"status_code\":200,\"body\":{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}},\"error\":null}\n", i }' >"$T/big.res"
+rec -r "$T/big.req" "$T/big.res"
+is "$rc:$(wc -l <"$T/out" | tr -d ' '):$(last)" "1:20000:qb-reconcile: 20000 requests: 10000 done, 10000 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 10000 out 10000" "case 12: 20,000 requests of 4 KB joined"
+is "$(tail -n 1 "$T/out" | jqr '"\(.id) \(.body.messages[0].content | length)"')" "r19998 4000" "case 12: the last retry re-read whole"
+if [ -x /usr/bin/time ] && ! grep -q __asan_init "$TOP/cmd/qb-reconcile"; then
+	/usr/bin/time -f %M qb-reconcile -q -r "$T/big.req" "$T/big.res" >/dev/null 2>"$T/rss"
+	rss=$(tail -n 1 "$T/rss")
+	ok_if "case 12: at most 24 MB resident for 80 MB of requests (got ${rss} KB)" "$rss" -lt 24576
+else
+	skip "no /usr/bin/time, or a sanitizer build"
+fi
+gzip -c "$T/big.req" >"$T/big.req.gz"
+rec -r "$T/big.req.gz" "$T/big.res"
+is "$rc:$(tail -n 1 "$T/out" | jqr '"\(.id) \(.body.messages[0].content | length)"')" "1:r19998 4000" "case 12: a .gz request file re-read from its spool"
+
+# real files from ../shared/fixtures
+F=$SHARED/fixtures
+if [ -e "$F/openai-batch-output-2024-05.jsonl" ]; then
+	jqr '{custom_id, method: "POST", url: "/v1/chat/completions", body: {model: "gpt-4o", messages: []}}' \
+	    "$F/openai-batch-output-2024-05.jsonl" >"$T/oa.req"
+	rec -r "$T/oa.req" "$F/openai-batch-output-2024-05.jsonl"
+	is "$rc:$(jqr .outcome "$T/out" | sort | uniq -c | awk '{ print $1, $2 }')" "0:45 done" "OpenAI output fixture: 45 done, exit 0"
+	tin=$(jq -s 'map(.response.body.usage.prompt_tokens) | add' "$F/openai-batch-output-2024-05.jsonl")
+	tout=$(jq -s 'map(.response.body.usage.completion_tokens) | add' "$F/openai-batch-output-2024-05.jsonl")
+	is "$(last)" "qb-reconcile: 45 requests: 45 done, 0 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in $tin out $tout" "OpenAI output fixture: token sums"
+	is "$(jq -s 'map({(.custom_id): .response.body}) | add' "$F/openai-batch-output-2024-05.jsonl" | jq -S -c .)" \
+	    "$(jq -s 'map({(.id): .response}) | add' "$T/out" | jq -S -c .)" "OpenAI output fixture: every response body kept"
+	rec "$F/openai-batch-output-2024-05.jsonl"
+	is "$rc:$(grep -c 'result for unknown id' "$T/err")" "1:45" "OpenAI output fixture without requests: 45 unknown"
+	rec -r "$F/groq-batch-input.jsonl" "$F/groq-batch-output.jsonl"
+	is "$rc:$(col .id)" "0:request-2 request-3 request-1 " "Groq pair: out of order, all done"
+	is "$(of request-2 .usage.input_tokens):$(of request-1 .response.x_groq.id | cut -c1-4)" "55:req_" "Groq pair: usage and Groq extras kept"
+	jqr '{custom_id, params: {model: "m", max_tokens: 8, messages: [{role: "user", content: "hi"}]}}' \
+	    "$F/anthropic-results.live-capture.jsonl" >"$T/an.req"
+	rec -r "$T/an.req" "$F/anthropic-results.live-capture.jsonl"
+	is "$rc:$(col '"\(.id)=\(.outcome)"')" "1:probe-bad=dead probe-beta=done probe-alpha=done " "Anthropic live capture: errored dead, succeeded done"
+	is "$(of probe-bad '[.error.type,.error.details.error_visibility,.request_id == null]|@tsv')" \
+	    "invalid_request_error	user_facing	true" "Anthropic live capture: type, details, null request_id"
+	is "$(of probe-alpha '"\(.usage.input_tokens)/\(.usage.output_tokens)/\(.response.content[0].text)"')" "14/5/ALPHA" "Anthropic live capture: usage and message"
+	jqr '{custom_id, params: {model: "m", max_tokens: 8, messages: []}}' \
+	    "$F/anthropic-results.docs-example.jsonl" >"$T/ad.req"
+	rec -r "$T/ad.req" "$F/anthropic-results.docs-example.jsonl"
+	is "$rc:$(col '"\(.id)=\(.usage.output_tokens)"')" "0:my-second-request=36 my-first-request=34 " "Anthropic docs example: both done"
+else
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		skip "../shared/fixtures is absent (a plain clone has no ../shared)"
+	done
+fi
+done_testing
