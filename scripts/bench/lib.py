@@ -3,26 +3,18 @@
 import os, resource, statistics, subprocess, sys, time
 
 
-def run(cmd, stdin=None, stdout=None, shell=False):
-    """Run cmd once; return (seconds, peak RSS in KB of that child)."""
-    # A fresh process per run: RUSAGE_CHILDREN's maximum is per process,
-    # so measure through a wrapper that reports its own child.
-    wrapper = [sys.executable, "-c",
-               "import resource,subprocess,sys,time,json\n"
-               "t=time.monotonic()\n"
-               "rc=subprocess.call(sys.argv[2:] if sys.argv[1]=='0' else ' '.join(sys.argv[2:]),"
-               " shell=sys.argv[1]=='1', stdin=sys.stdin, stdout=sys.stdout)\n"
-               "t=time.monotonic()-t\n"
-               "ru=resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-               "sys.stderr.write(json.dumps([rc,t,ru.ru_maxrss])+'\\n')\n",
-               "1" if shell else "0"] + ([cmd] if shell else list(cmd))
-    p = subprocess.run(wrapper, stdin=stdin, stdout=stdout or subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True)
-    import json
-    rc, t, rss = json.loads(p.stderr.strip().splitlines()[-1])
-    if rc != 0:
-        sys.exit("bench: %s exited %d" % (cmd, rc))
-    return t, rss
+def run(cmd, stdin=None, stdout=None):
+    """Run cmd once; return (wall seconds, peak RSS in KB), measured by
+    GNU time(1), which waits for exactly this child (package "time")."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("r") as tf:
+        p = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%e %M"] + list(cmd),
+                           stdin=stdin, stdout=stdout or subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        t, rss = tf.read().split()[-2:]
+    if p.returncode not in (0, 1):
+        sys.exit("bench: %s exited %d: %s" % (cmd[0], p.returncode, p.stderr[-500:]))
+    return float(t), int(rss)
 
 
 def median_of(n, fn):
