@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Self-test for qb-fake (standard library only).  Prints TAP; exit 0 when all pass.
 
-    python3 tests/fake/selftest.py [SHARED_DIR]      (default /work/shared)
+    python3 tests/fake/selftest.py [SHARED_DIR]      (default ../shared beside the project)
+
+The real files in SHARED_DIR/fixtures are used when present; the field cases
+come from the project's own copies in tests/data/cases.
 """
 import http.client
 import json
@@ -14,8 +17,13 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = sys.argv[1] if len(sys.argv) > 1 else "/work/shared"
-FIX, CASES = os.path.join(SHARED, "fixtures"), os.path.join(SHARED, "cases")
+SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "..", "shared")
+FIX = os.path.join(SHARED, "fixtures")
+CASES = os.path.join(HERE, "..", "data", "cases")
+# Without ../shared, a small request file of the same shape stands in for the fixture.
+SAMPLE_IN = b"".join(b'{"custom_id": "request-%d", "method": "POST", "url": "/v1/chat/completions", '
+                     b'"body": {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi %d"}]}}\n' % (i, i)
+                     for i in range(1, 5))
 N = 0
 FAILED = 0
 SERVERS = []
@@ -96,6 +104,12 @@ def shape(v):
     return type(v).__name__
 
 
+def skip(reason):
+    global N
+    N += 1
+    print(f"ok {N} # SKIP {reason}", flush=True)
+
+
 def read(path):
     with open(path, "rb") as f:
         return f.read()
@@ -107,7 +121,9 @@ def main():
     ok(time.time() - t0 < 1, "starts and prints its port in under a second")
 
     # happy path with the real fixture, and the exact output line format
-    b = f.batch(read(os.path.join(FIX, "openai-batch-input-2024-05.jsonl")), metadata={"k": "v"})
+    have_fix = os.path.exists(os.path.join(FIX, "openai-batch-output-2024-05.jsonl"))
+    b = f.batch(read(os.path.join(FIX, "openai-batch-input-2024-05.jsonl")) if have_fix else SAMPLE_IN,
+                metadata={"k": "v"})
     ok(b["status"] == "validating" and b["model"] is None and b["usage"] is None and len(b) == 22,
        "create answers a validating Batch with all 22 fields")
     ok(b["expires_at"] == b["created_at"] + 86400, "expires_at = created_at + 86400")
@@ -119,8 +135,11 @@ def main():
     ok(b["error_file_id"] is None and b["usage"]["total_tokens"] > 0 and b["model"] == "gpt-4o",
        "no error file, usage and model set")
     out = f.lines(b["output_file_id"])
-    real = [json.loads(x) for x in read(os.path.join(FIX, "openai-batch-output-2024-05.jsonl")).splitlines()]
-    ok(all(shape(x) == shape(real[0]) for x in out), "output lines have exactly the fixture's shape")
+    if have_fix:
+        real = [json.loads(x) for x in read(os.path.join(FIX, "openai-batch-output-2024-05.jsonl")).splitlines()]
+        ok(all(shape(x) == shape(real[0]) for x in out), "output lines have exactly the fixture's shape")
+    else:
+        skip("../shared/fixtures is absent: output shape not compared with the real file")
     raw = f.req("GET", f"/v1/files/{b['output_file_id']}/content", raw=True)[1]
     ok(raw.splitlines()[0].startswith(b'{"id": "batch_req_') and len(out[0]["id"]) == 34
        and len(out[0]["response"]["request_id"]) == 32, "ids and spacing as in the real file")
