@@ -11,9 +11,50 @@
 #ifndef QB_PROVIDER_H
 #define QB_PROVIDER_H
 
+#include <stdio.h>
+#include <yajl/yajl_tree.h>
+
+#include "http.h"
+
 enum provider_line {
 	PROVIDER_LINE_OPENAI,		/* {"custom_id","method","url","body"} (PROVIDERS.md §1.3) */
 	PROVIDER_LINE_ANTHROPIC		/* {"custom_id","params"} (PROVIDERS.md §2.2) */
+};
+
+/* What a submit needs to know about one batch file (a pack record). */
+struct provider_submit {
+	const char	*path;		/* the batch input file */
+	const char	*sha256;	/* its digest, 64 hex; goes into metadata */
+	const char	*endpoint;	/* "/v1/chat/completions" ... */
+	const char	*model;		/* may be NULL */
+};
+
+#define JOB_TIMES	12
+#define JOB_RESULTS	2
+
+/*
+ * A provider batch object seen through the job record's fields. Strings
+ * point into the batch tree it was made from (or into the struct) and live
+ * as long as both do.
+ */
+struct provider_job {
+	const char	*id;		/* batch id */
+	const char	*status;	/* the provider's status word, as spelled */
+	int		 ended;		/* the status can no longer change */
+	const char	*input_file_id;	/* NULL if the provider has none */
+	int		 has_counts;
+	long long	 total, completed, failed;	/* request counts */
+	yajl_val	 errors;	/* the batch's error list as given, or NULL */
+	int		 ntime;
+	struct {
+		const char *key;	/* job record key: "created_at", ... */
+		char	 val[32];	/* RFC 3339 UTC: 2026-11-30T16:00:00Z */
+	} time[JOB_TIMES];
+	int		 nresult;
+	struct {
+		const char *kind;	/* "output" or "errors": names the local file */
+		const char *ref;	/* what fetch takes: a file id or a URL */
+	} result[JOB_RESULTS];
 };
 
 struct provider {
@@ -21,15 +62,68 @@ struct provider {
 	enum provider_line line_format;	/* how a batch input line is written */
 	long long	 max_requests;	/* requests per batch file */
 	long long	 max_bytes;	/* bytes per batch file, line endings included */
+	long long	 max_inputs;	/* embedding inputs per file; 0: no such cap */
+	const char	*limits_src;	/* the PROVIDERS.md sections the caps come from */
 	const char	*key_env;	/* environment variable holding the key */
 	const char	*base_env;	/* environment variable overriding the base URL */
 	const char	*base_default;	/* base URL, with its version path (…/v1) */
+
+	/*
+	 * The header lines that authenticate key (and any other fixed
+	 * headers), into hdrs, a NULL-terminated array of n slots; strings
+	 * are malloc'd and the caller frees them. Returns the count used.
+	 */
+	int	(*auth)(const char *key, char **hdrs, int n);
+	/*
+	 * Upload and create one batch. On success returns 0 and *batch is the
+	 * provider's batch object (the caller frees it with yajl_tree_free).
+	 * Otherwise returns a QB_EX_* status with the reason in h->err, and
+	 * sets *unknown when the batch may exist all the same (the create
+	 * timed out or broke after it was sent, or its answer was garbled):
+	 * the caller must not submit the file again blindly. Never retries a
+	 * create that was sent (see http_json).
+	 */
+	int	(*submit)(struct http *h, const struct provider_submit *s,
+		    yajl_val *batch, int *unknown);
+	/*
+	 * Fetch (get) or cancel batch id into *batch; returns as submit, and
+	 * h->status tells a 404 from other refusals.
+	 */
+	int	(*get)(struct http *h, const char *id, yajl_val *batch);
+	int	(*cancel)(struct http *h, const char *id, yajl_val *batch);
+	/*
+	 * Stream result ref (a provider_job result) into out, a regular file
+	 * opened for writing (truncated and rewritten on a retry). Returns 0
+	 * or a QB_EX_* status, with the reason in h->err and the HTTP status
+	 * in h->status.
+	 */
+	int	(*fetch)(struct http *h, const char *ref, FILE *out);
+	/*
+	 * Read batch into *j. Returns 0, or -1 with a reason in err (errlen
+	 * bytes) when the object lacks what a job needs (id, status).
+	 */
+	int	(*job)(yajl_val batch, struct provider_job *j, char *err,
+		    size_t errlen);
 };
 
 /*
  * The provider called name ("openai", "anthropic"), or NULL. The returned
- * table is static; do not free it.
+ * table is static; do not free it. Its operations may be NULL for a
+ * provider that only qb-pack knows so far.
  */
 const struct provider *provider_find(const char *name);
+
+/*
+ * Set h up to talk to p: the base URL is base if not NULL, else the
+ * environment variable p->base_env, else p->base_default; the key is the
+ * first line of keyfile if not NULL, else p->key_env. A missing key or an
+ * unreadable key file exits QB_EX_CONFIG ("OPENAI_API_KEY is not set").
+ * Release with http_free.
+ */
+void provider_open(const struct provider *p, struct http *h,
+    const char *base, const char *keyfile);
+
+/* Format unix time t (seconds) as RFC 3339 UTC into out (at least 21 bytes). */
+void provider_time(long long t, char *out, size_t outlen);
 
 #endif

@@ -1,0 +1,561 @@
+/*
+ * qb-poll: job records in, updated job records out; result files on disk.
+ *
+ * For each job not yet ended, fetch the batch and update status, ended,
+ * counts, errors and the *_at times. When a batch has ended, stream its
+ * output and error files into DIR as BATCH.output.jsonl and
+ * BATCH.errors.jsonl (temporary name, fsync, rename), list them in
+ * "results" and set "ended": a job is ended only once its files are safe.
+ * Every job read is printed, ended or not, with unknown keys carried; with
+ * -i the ledger is rewritten in place and only jobs that ended are printed.
+ * SPDX-License-Identifier: ISC
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "afile.h"
+#include "exits.h"
+#include "http.h"
+#include "idmap.h"
+#include "jout.h"
+#include "json.h"
+#include "jsonl.h"
+#include "ledger.h"
+#include "msg.h"
+#include "num.h"
+#include "opt.h"
+#include "provider.h"
+#include "xmem.h"
+
+static const char usage[] =
+    "[-hqVvw] [--strict] [--base-url URL] [-d dir] [--interval S]\n"
+    "       [--key-file FILE] [-t seconds] [-i ledger | file ...]";
+static const char help[] =
+    "      --base-url URL     the provider's API base URL (default from\n"
+    "                         OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
+    "  -d, --dir DIR          write result files into DIR (default .)\n"
+    "  -i, --in-place FILE    update the ledger FILE; print the jobs that ended\n"
+    "      --interval S       first pause between polls with -w (default 5)\n"
+    "      --key-file FILE    read the API key from the first line of FILE\n"
+    "      --strict           stop at the first bad line (exit 65)\n"
+    "  -t, --timeout S        give up waiting after S seconds (default 90000)\n"
+    "  -w, --wait             poll until every job has ended\n"
+    "  -h, -V, -v, -q         help, version, verbose, quiet\n";
+
+#define INTERVAL_MAX	60.0	/* seconds between polls, at most */
+
+enum { OPT_BASE = 256, OPT_INTERVAL, OPT_KEY, OPT_STRICT };
+
+struct opts {
+	const char	*base, *keyfile, *dir, *ledger;
+	double		 interval, timeout;
+	int		 strict, wait;
+};
+
+enum state { J_ENDED, J_PENDING, J_DONE };
+
+struct job {
+	char		*line;		/* the record as read; owned */
+	size_t		 len;
+	yajl_val	 rec;		/* its parse; owned */
+	const char	*src;		/* input name; owned by poll.names */
+	unsigned long	 lineno;
+	char		*out;		/* the updated record; owned; NULL: unchanged */
+	enum state	 state;
+	int		 endednow;	/* ended during this run */
+};
+
+struct sess {
+	const struct provider *p;
+	struct http	 h;
+};
+
+struct poll {
+	const struct opts *o;
+	struct job	*job;
+	size_t		 njob, nended;
+	struct idmap	 ids;		/* batch ids; member i is job jix[i] */
+	size_t		*jix;
+	char		**names;	/* input names, for messages */
+	size_t		 nnames;
+	struct sess	 sess[4];
+	int		 nsess;
+	yajl_gen	 g;
+	int		 fatal;		/* stop polling and exit with this */
+	int		 temp, proto, ioerr, rejected;
+	int		 changed;	/* some job has a new record to ledger */
+	int		 tty;
+};
+
+static struct http *
+session(struct poll *P, const struct provider *p)
+{
+	int i;
+
+	for (i = 0; i < P->nsess; i++)
+		if (P->sess[i].p == p)
+			return &P->sess[i].h;
+	if (P->nsess == (int)(sizeof(P->sess) / sizeof(P->sess[0])))
+		qb_die(QB_EX_SOFTWARE, "too many providers in one run");
+	P->sess[P->nsess].p = p;
+	provider_open(p, &P->sess[P->nsess].h, P->o->base, P->o->keyfile);
+	return &P->sess[P->nsess++].h;
+}
+
+/* Finish the record in P->g as the job's new text. */
+static void
+keep(struct poll *P, struct job *j)
+{
+	const unsigned char *p;
+	size_t n;
+
+	yajl_gen_get_buf(P->g, &p, &n);
+	free(j->out);
+	j->out = xstrndup((const char *)p, n);
+	yajl_gen_clear(P->g);
+	yajl_gen_reset(P->g, NULL);
+	P->changed = 1;
+}
+
+/* The job unchanged but for an "error" member. */
+static void
+failed(struct poll *P, struct job *j, const char *msg, long status)
+{
+	struct job_set s;
+
+	memset(&s, 0, sizeof(s));
+	s.ended = -1;
+	s.error = msg;
+	s.error_status = status;
+	job_emit(P->g, j->rec, &s);
+	keep(P, j);
+	P->rejected = 1;
+	j->state = J_DONE;
+}
+
+/* Sort a provider failure into the run's exit status. */
+static void
+trouble(struct poll *P, int rc)
+{
+	if (rc == QB_EX_TEMPFAIL)
+		P->temp = 1;
+	else if (rc == QB_EX_PROTOCOL)
+		P->proto = 1;
+	else if (rc == QB_EX_IOERR)
+		P->ioerr = 1;
+	else if (rc == QB_EX_NOPERM || rc == QB_EX_CONFIG)
+		P->fatal = rc;
+	else
+		P->rejected = 1;
+}
+
+/*
+ * Download the result files of an ended batch. Returns 0 with the paths
+ * in paths[] (owned by the caller), or the first failure's exit status.
+ */
+static int
+fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
+    const struct provider_job *pj, const char *id, char **paths, int *n)
+{
+	struct afile a;
+	struct buf path = BUF_INIT;
+	int i, rc = 0;
+
+	*n = 0;
+	for (i = 0; i < pj->nresult && rc == 0; i++) {
+		buf_reset(&path);
+		if (strcmp(P->o->dir, ".") != 0)
+			buf_printf(&path, "%s/", P->o->dir);
+		buf_printf(&path, "%s.%s.jsonl", id, pj->result[i].kind);
+		if (afile_open(&a, path.p) == -1) {
+			qb_warnsys("%s", path.p);
+			rc = QB_EX_IOERR;
+			break;
+		}
+		if ((rc = p->fetch(h, pj->result[i].ref, a.fp)) != 0) {
+			qb_lwarn(j->src, j->lineno, "%s: %s: %s", id,
+			    pj->result[i].kind, h->err);
+			afile_abort(&a);
+		} else if (afile_commit(&a, NULL) == -1) {
+			qb_warnsys("%s", path.p);
+			rc = QB_EX_IOERR;
+		} else {
+			qb_note(1, "%s: wrote %s", id, path.p);
+			paths[(*n)++] = xstrdup(path.p);
+		}
+	}
+	buf_free(&path);
+	return rc;
+}
+
+static void
+poll_one(struct poll *P, struct job *j)
+{
+	const struct provider *p;
+	struct provider_job pj;
+	struct job_set s;
+	struct http *h;
+	yajl_val batch;
+	const char *id = json_str(j->rec, "batch_id"), *name;
+	char err[256], *paths[JOB_RESULTS];
+	int i, n = 0, rc;
+
+	name = json_str(j->rec, "provider");
+	if (name == NULL)
+		name = "openai";
+	if ((p = provider_find(name)) == NULL || p->get == NULL) {
+		qb_lwarn(j->src, j->lineno, "%s: cannot poll provider \"%s\"",
+		    id, name);
+		failed(P, j, "cannot poll this provider", 0);
+		return;
+	}
+	h = session(P, p);
+	if ((rc = p->get(h, id, &batch)) != 0) {
+		qb_lwarn(j->src, j->lineno, "%s: %s", id, h->err);
+		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
+			failed(P, j, h->err, h->status);	/* 404 and such */
+		else
+			trouble(P, rc);
+		return;
+	}
+	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+		qb_lwarn(j->src, j->lineno, "%s: %s", id, err);
+		P->proto = 1;
+		yajl_tree_free(batch);
+		return;
+	}
+	memset(&s, 0, sizeof(s));
+	s.pj = &pj;
+	s.ended = 0;
+	if (pj.ended) {
+		rc = fetch(P, j, p, h, &pj, id, paths, &n);
+		if (rc == 0 || rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR) {
+			/* Written, or gone for good: either way it is over. */
+			s.ended = 1;
+			s.results = (const char *const *)paths;
+			s.nresults = n;
+			if (rc != 0) {
+				s.error = h->err;
+				s.error_status = h->status;
+				P->rejected = 1;
+			}
+		} else
+			trouble(P, rc);
+	}
+	job_emit(P->g, j->rec, &s);
+	keep(P, j);
+	if (s.ended) {
+		j->state = J_DONE;
+		j->endednow = 1;
+		P->nended++;
+	}
+	qb_note(1, "%s: %s%s", id, pj.status, s.ended ? ", ended" : "");
+	for (i = 0; i < n; i++)
+		free(paths[i]);
+	yajl_tree_free(batch);
+}
+
+static void
+print(struct poll *P, struct job *j)
+{
+	const char *p = j->out != NULL ? j->out : j->line;
+	size_t n = j->out != NULL ? strlen(j->out) : j->len;
+
+	if (P->o->ledger != NULL && !j->endednow)
+		return;
+	if (fwrite(p, 1, n, stdout) != n || putchar('\n') == EOF ||
+	    fflush(stdout) != 0)
+		qb_diesys(QB_EX_IOERR, "write error on standard output");
+}
+
+/* ledger_rewrite callback: put each job's new record in its old place. */
+static int
+replace(void *arg, const char *line, size_t len, yajl_val rec, FILE *out)
+{
+	struct poll *P = arg;
+	const char *id = json_str(rec, "batch_id");
+	size_t i;
+
+	if (id != NULL &&
+	    (i = idmap_get(&P->ids, id, strlen(id))) != (size_t)-1 &&
+	    P->job[P->jix[i]].out != NULL) {
+		line = P->job[P->jix[i]].out;
+		len = strlen(line);
+	}
+	if (fwrite(line, 1, len, out) != len || putc('\n', out) == EOF)
+		return -1;
+	return 0;
+}
+
+static void
+add(struct poll *P, struct jsonl_reader *rd, const char *line, size_t len,
+    yajl_val rec)
+{
+	struct job *j;
+	const char *id;
+	size_t i;
+	int isnew;
+
+	if ((id = json_str(rec, "batch_id")) == NULL || *id == '\0') {
+		qb_lwarn(rd->name, rd->lineno, "expected string for \"batch_id\"");
+		if (P->o->strict)
+			qb_die(QB_EX_DATAERR, "stopped at the first bad line "
+			    "(--strict)");
+		P->rejected = 1;
+		yajl_tree_free(rec);
+		return;
+	}
+	P->job = xreallocarray(P->job, P->njob + 1, sizeof(*P->job));
+	j = &P->job[P->njob];
+	memset(j, 0, sizeof(*j));
+	j->line = xstrndup(line, len);
+	j->len = len;
+	j->rec = rec;
+	j->src = P->names[P->nnames - 1];
+	j->lineno = rd->lineno;
+	j->state = json_true(rec, "ended") ? J_ENDED : J_PENDING;
+	i = idmap_put(&P->ids, id, strlen(id), &isnew);
+	if (isnew)
+		P->jix = xreallocarray(P->jix, P->ids.n, sizeof(*P->jix));
+	P->jix[i] = P->njob++;
+}
+
+static void
+readjobs(struct poll *P, const char *path)
+{
+	struct jsonl_reader rd;
+	yajl_val rec;
+	char *line;
+	size_t len;
+	int ch;
+
+	if (jsonl_open(&rd, path) == -1)
+		qb_diesys(QB_EX_NOINPUT, "%s", path);
+	P->names = xreallocarray(P->names, P->nnames + 1, sizeof(*P->names));
+	P->names[P->nnames++] = xstrdup(rd.name);
+	while ((ch = jsonl_next(&rd, &line, &len)) != JSONL_EOF) {
+		if (ch == JSONL_IOERR)
+			qb_die(QB_EX_IOERR, "%s: stopped", rd.name);
+		rec = ch == JSONL_BAD ? NULL : jsonl_tree(&rd, line, len);
+		if (rec != NULL)
+			add(P, &rd, line, len, rec);
+		else if (P->o->strict)
+			qb_die(QB_EX_DATAERR, "stopped at the first bad line "
+			    "(--strict)");
+		else
+			P->rejected = 1;
+	}
+	jsonl_close(&rd);
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+nap(double s)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		continue;
+}
+
+/* Poll until done; returns 1 if the wait timed out with jobs pending. */
+static int
+run(struct poll *P, struct ledger *led)
+{
+	double deadline = now() + P->o->timeout, iv = P->o->interval, left;
+	size_t i, pending;
+	int rc, round;
+
+	for (round = 0;; round++) {
+		pending = 0;
+		P->changed = 0;
+		for (i = 0; i < P->njob; i++) {
+			struct job *j = &P->job[i];
+
+			if (j->state == J_ENDED && round == 0)
+				print(P, j);
+			if (j->state != J_PENDING)
+				continue;
+			if (!P->fatal)
+				poll_one(P, j);
+			if (j->state != J_PENDING || !P->o->wait || P->fatal) {
+				if (j->state == J_PENDING)
+					j->state = J_DONE;
+				print(P, j);
+			} else
+				pending++;
+		}
+		if (led != NULL && P->changed && (rc = ledger_rewrite(led,
+		    replace, P)) != 0 && !P->fatal)
+			P->fatal = rc;
+		if (P->tty)
+			fprintf(stderr, "\r%s: %zu ended, %zu pending ", qb_prog(),
+			    P->nended, pending);
+		if (pending == 0)
+			break;
+		if ((left = deadline - now()) <= 0) {
+			for (i = 0; i < P->njob; i++)
+				if (P->job[i].state == J_PENDING) {
+					P->job[i].state = J_DONE;
+					print(P, &P->job[i]);
+				}
+			qb_warn("%zu jobs still running after %g s", pending,
+			    P->o->timeout);
+			return 1;
+		}
+		nap(iv < left ? iv : left);
+		iv = iv * 1.5 > INTERVAL_MAX ? INTERVAL_MAX : iv * 1.5;
+	}
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "base-url", required_argument, NULL, OPT_BASE },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "in-place", required_argument, NULL, 'i' },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "key-file", required_argument, NULL, OPT_KEY },
+		{ "strict", no_argument, NULL, OPT_STRICT },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "wait", no_argument, NULL, 'w' },
+		QB_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct ledger led;
+	struct poll P;
+	struct opts o;
+	struct stat st;
+	const char *errstr;
+	size_t i;
+	int ch, rc, timedout;
+
+	qb_setprog(argv[0]);
+	memset(&o, 0, sizeof(o));
+	o.dir = ".";
+	o.interval = 5;
+	o.timeout = 86400 + 3600;
+	while ((ch = getopt_long(argc, argv, "d:hi:qt:Vvw", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'd':
+			o.dir = optarg;
+			break;
+		case 'i':
+			o.ledger = optarg;
+			break;
+		case 't':
+			o.timeout = qb_parse_seconds(optarg, &errstr);
+			if (errstr != NULL)
+				qb_die(QB_EX_USAGE, "--timeout %s: %s", optarg,
+				    errstr);
+			break;
+		case 'w':
+			o.wait = 1;
+			break;
+		case OPT_BASE:
+			o.base = optarg;
+			break;
+		case OPT_INTERVAL:
+			o.interval = qb_parse_seconds(optarg, &errstr);
+			if (errstr == NULL && o.interval <= 0)
+				errstr = "too small";
+			if (errstr != NULL)
+				qb_die(QB_EX_USAGE, "--interval %s: %s", optarg,
+				    errstr);
+			break;
+		case OPT_KEY:
+			o.keyfile = optarg;
+			break;
+		case OPT_STRICT:
+			o.strict = 1;
+			break;
+		default:
+			qb_common_opt(ch, usage, help);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (o.ledger != NULL && argc > 0)
+		qb_usage(usage);
+	if (stat(o.dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		if (errno == 0)
+			errno = ENOTDIR;
+		qb_diesys(QB_EX_NOINPUT, "%s", o.dir);
+	}
+
+	memset(&P, 0, sizeof(P));
+	P.o = &o;
+	P.g = jout_new();
+	P.tty = isatty(2) && qb_verbose >= 0;
+	idmap_init(&P.ids);
+	if (o.ledger != NULL) {
+		ledger_init(&led, o.ledger);
+		/* Read under a shared lock; the rewrite merges later appends. */
+		if ((rc = ledger_lock(&led, LEDGER_READ)) != 0) {
+			if (rc == QB_EX_NOINPUT)
+				qb_diesys(rc, "%s", o.ledger);
+			ledger_free(&led);
+			idmap_free(&P.ids);
+			yajl_gen_free(P.g);
+			return rc;
+		}
+		readjobs(&P, o.ledger);
+		ledger_unlock(&led);
+	} else if (argc == 0)
+		readjobs(&P, "-");
+	for (i = 0; i < (size_t)argc; i++)
+		readjobs(&P, argv[i]);
+
+	timedout = run(&P, o.ledger != NULL ? &led : NULL);
+	if (P.tty)
+		fputc('\n', stderr);
+	/* Waiting outlasted any passing trouble if every job ended. */
+	if (o.wait && !timedout)
+		P.temp = P.proto = P.ioerr = 0;
+
+	for (i = 0; i < (size_t)P.nsess; i++)
+		http_free(&P.sess[i].h);
+	for (i = 0; i < P.njob; i++) {
+		free(P.job[i].line);
+		free(P.job[i].out);
+		yajl_tree_free(P.job[i].rec);
+	}
+	for (i = 0; i < P.nnames; i++)
+		free(P.names[i]);
+	free(P.names);
+	free(P.job);
+	free(P.jix);
+	idmap_free(&P.ids);
+	yajl_gen_free(P.g);
+	if (o.ledger != NULL)
+		ledger_free(&led);
+	qb_close_stdout();
+	if (P.fatal)
+		return P.fatal;
+	if (P.temp || timedout)
+		return QB_EX_TEMPFAIL;
+	if (P.proto)
+		return QB_EX_PROTOCOL;
+	if (P.ioerr)
+		return QB_EX_IOERR;
+	return P.rejected ? QB_EX_PARTIAL : QB_EX_OK;
+}

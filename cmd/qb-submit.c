@@ -1,0 +1,360 @@
+/*
+ * qb-submit: pack records in, one job record per batch created out.
+ *
+ * For each pack record (file, sha256, endpoint, provider, model): check
+ * that the file still has the digest it was packed with, skip it when the
+ * ledger already holds that digest, upload it and create the batch, then
+ * append the job record to the ledger and print it. Adds provider,
+ * batch_id, input_file_id, status, ended, created_at, expires_at, counts
+ * and results; every other key of the pack record is carried through.
+ * A printed or ledgered job record is custody: stdout is flushed each time.
+ * SPDX-License-Identifier: ISC
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exits.h"
+#include "http.h"
+#include "idmap.h"
+#include "jout.h"
+#include "json.h"
+#include "jsonl.h"
+#include "ledger.h"
+#include "msg.h"
+#include "opt.h"
+#include "provider.h"
+#include "sha256.h"
+#include "xmem.h"
+
+static const char usage[] =
+    "[-hqVv] [--strict] [--base-url URL] [--key-file FILE] [-l ledger]\n"
+    "       [-p provider] [file ...]";
+static const char help[] =
+    "      --base-url URL     the provider's API base URL (default from\n"
+    "                         OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
+    "      --key-file FILE    read the API key from the first line of FILE\n"
+    "  -l, --ledger FILE      skip files FILE holds; append new jobs to it\n"
+    "  -p, --provider NAME    submit to NAME (default: the record's provider,\n"
+    "                         else openai)\n"
+    "      --strict           stop at the first bad line (exit 65)\n"
+    "  -h, -V, -v, -q         help, version, verbose, quiet\n";
+
+enum { OPT_BASE = 256, OPT_KEY, OPT_STRICT };
+
+struct opts {
+	const char	*base, *keyfile, *ledger, *prov;
+	int		 strict;
+};
+
+/* One connection per provider used. */
+struct sess {
+	const struct provider *p;
+	struct http	 h;
+};
+
+struct run {
+	const struct opts *o;
+	struct sess	 sess[4];
+	int		 nsess;
+	struct ledger	 led;
+	int		 useled;
+	struct idmap	 done;		/* digests submitted in this run */
+	yajl_gen	 g;
+	unsigned long	 nsub, nskip, nrej, nnot;
+	int		 stop;		/* exit status that ended submitting, or 0 */
+	int		 refused;	/* the provider refused a file for good */
+};
+
+static struct http *
+session(struct run *r, const struct provider *p)
+{
+	int i;
+
+	for (i = 0; i < r->nsess; i++)
+		if (r->sess[i].p == p)
+			return &r->sess[i].h;
+	if (r->nsess == (int)(sizeof(r->sess) / sizeof(r->sess[0])))
+		qb_die(QB_EX_SOFTWARE, "too many providers in one run");
+	r->sess[r->nsess].p = p;
+	provider_open(p, &r->sess[r->nsess].h, r->o->base, r->o->keyfile);
+	return &r->sess[r->nsess++].h;
+}
+
+static int
+ishex64(const char *s)
+{
+	size_t n;
+
+	for (n = 0; s[n] != '\0'; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n == 64;
+}
+
+/* Check a pack record; returns the provider, or NULL after reporting. */
+static const struct provider *
+check(struct run *r, struct jsonl_reader *rd, yajl_val rec)
+{
+	static const char *const need[] = { "file", "sha256", "endpoint", NULL };
+	const struct provider *p;
+	const char *const *k;
+	const char *name, *rp;
+
+	for (k = need; *k != NULL; k++)
+		if (json_str(rec, *k) == NULL) {
+			qb_lwarn(rd->name, rd->lineno,
+			    "expected string for \"%s\"", *k);
+			return NULL;
+		}
+	if (!ishex64(json_str(rec, "sha256"))) {
+		qb_lwarn(rd->name, rd->lineno,
+		    "\"sha256\" is not 64 lowercase hex digits");
+		return NULL;
+	}
+	rp = json_str(rec, "provider");
+	name = r->o->prov != NULL ? r->o->prov : rp != NULL ? rp : "openai";
+	if (rp != NULL && strcmp(rp, name) != 0) {
+		qb_lwarn(rd->name, rd->lineno,
+		    "packed for provider %s, not %s (-p)", rp, name);
+		return NULL;
+	}
+	if ((p = provider_find(name)) == NULL || p->submit == NULL) {
+		qb_lwarn(rd->name, rd->lineno, "%s provider \"%s\"",
+		    p == NULL ? "unknown" : "cannot submit to", name);
+		return NULL;
+	}
+	return p;
+}
+
+/* Print (and first ledger) the job record for batch; 0 or an exit status. */
+static int
+record(struct run *r, yajl_val rec, const struct provider *p,
+    const struct provider_job *pj, const char *sha)
+{
+	static const char *const none[] = { NULL };
+	struct job_set s;
+	const unsigned char *line;
+	size_t len;
+	int rc = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.provider = p->name;
+	s.pj = pj;
+	s.ended = pj->ended;
+	s.results = none;
+	job_emit(r->g, rec, &s);
+	yajl_gen_get_buf(r->g, &line, &len);
+	if (r->useled && (rc = ledger_append(&r->led, sha, pj->id,
+	    (const char *)line, len)) != 0)
+		qb_warn("batch %s was created but is not in ledger %s: keep "
+		    "the job record printed on standard output", pj->id,
+		    r->led.path);
+	/* Printed even when the ledger failed: it must not be lost. */
+	if (jout_line(r->g, stdout) != 0 || fflush(stdout) != 0)
+		qb_diesys(QB_EX_IOERR, "write error on standard output");
+	return rc;
+}
+
+static void
+submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
+{
+	struct provider_submit ps;
+	struct provider_job pj;
+	const struct provider *p;
+	struct http *h;
+	yajl_val batch;
+	const char *file, *sha, *bid;
+	char hex[65], err[256];
+	int rc, unknown, isnew;
+
+	if ((p = check(r, rd, rec)) == NULL) {
+		if (r->o->strict)
+			qb_die(QB_EX_DATAERR, "stopped at the first bad record "
+			    "(--strict)");
+		r->nrej++;
+		return;
+	}
+	file = json_str(rec, "file");
+	sha = json_str(rec, "sha256");
+	if (idmap_get(&r->done, sha, 64) != (size_t)-1) {
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted in this "
+		    "run; skipped", file);
+		r->nskip++;
+		return;
+	}
+	if (r->useled) {
+		/* Re-read: another qb-submit may have added it meanwhile. */
+		if ((rc = ledger_refresh(&r->led)) != 0) {
+			r->stop = rc;
+			r->nnot++;
+			return;
+		}
+		if ((bid = ledger_sha(&r->led, sha)) != NULL) {
+			qb_lwarn(rd->name, rd->lineno, "%s: already submitted "
+			    "as %s; skipped", file, *bid ? bid : "a batch");
+			r->nskip++;
+			return;
+		}
+	}
+	if (sha256_file(file, hex) == -1) {
+		qb_lwarn(rd->name, rd->lineno, "%s: %s", file, strerror(errno));
+		r->nrej++;
+		return;
+	}
+	if (strcmp(hex, sha) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: file changed since it was "
+		    "packed (sha256 %.12s..., record says %.12s...)", file, hex, sha);
+		r->nrej++;
+		return;
+	}
+	h = session(r, p);
+	memset(&ps, 0, sizeof(ps));
+	ps.path = file;
+	ps.sha256 = sha;
+	ps.endpoint = json_str(rec, "endpoint");
+	ps.model = json_str(rec, "model");
+	if ((rc = p->submit(h, &ps, &batch, &unknown)) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: %s", file,
+		    h->err);
+		if (unknown)
+			qb_warn("%s: the batch may exist (metadata qb_sha256 "
+			    "%s): look for it before submitting again", file, sha);
+		if (!unknown &&
+		    (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)) {
+			r->refused = 1;
+			r->nrej++;
+		} else {
+			r->stop = rc;
+			r->nnot++;
+		}
+		return;
+	}
+	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+		/* Made, but we cannot say what: stop before making more. */
+		qb_lwarn(rd->name, rd->lineno, "%s: submitted, but %s",
+		    file, err);
+		r->stop = QB_EX_PROTOCOL;
+		r->nnot++;
+		yajl_tree_free(batch);
+		return;
+	}
+	qb_note(1, "%s: %s %s", file, pj.id, pj.status);
+	idmap_put(&r->done, sha, 64, &isnew);
+	r->nsub++;
+	if ((rc = record(r, rec, p, &pj, sha)) != 0)
+		r->stop = rc;
+	yajl_tree_free(batch);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "base-url", required_argument, NULL, OPT_BASE },
+		{ "key-file", required_argument, NULL, OPT_KEY },
+		{ "ledger", required_argument, NULL, 'l' },
+		{ "provider", required_argument, NULL, 'p' },
+		{ "strict", no_argument, NULL, OPT_STRICT },
+		QB_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	static char *stdin_only[] = { "-", NULL };
+	struct jsonl_reader rd;
+	struct opts o;
+	struct run r;
+	yajl_val rec;
+	char **files, *line;
+	size_t len;
+	int ch, i, rc = QB_EX_OK;
+
+	qb_setprog(argv[0]);
+	memset(&o, 0, sizeof(o));
+	while ((ch = getopt_long(argc, argv, "hl:p:qVv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'l':
+			o.ledger = optarg;
+			break;
+		case 'p':
+			if (provider_find(optarg) == NULL)
+				qb_die(QB_EX_USAGE, "unknown provider \"%s\"",
+				    optarg);
+			o.prov = optarg;
+			break;
+		case OPT_BASE:
+			o.base = optarg;
+			break;
+		case OPT_KEY:
+			o.keyfile = optarg;
+			break;
+		case OPT_STRICT:
+			o.strict = 1;
+			break;
+		default:
+			qb_common_opt(ch, usage, help);
+		}
+	}
+	files = optind < argc ? argv + optind : stdin_only;
+
+	memset(&r, 0, sizeof(r));
+	r.o = &o;
+	r.g = jout_new();
+	idmap_init(&r.done);
+	if (o.ledger != NULL) {
+		ledger_init(&r.led, o.ledger);
+		r.useled = 1;
+	}
+	for (i = 0; files[i] != NULL; i++) {
+		if (jsonl_open(&rd, files[i]) == -1) {
+			qb_warnsys("%s", files[i]);
+			rc = QB_EX_NOINPUT;
+			continue;
+		}
+		while ((ch = jsonl_next(&rd, &line, &len)) != JSONL_EOF) {
+			if (ch == JSONL_IOERR) {
+				rc = QB_EX_IOERR;
+				break;
+			}
+			rec = ch == JSONL_BAD ? NULL : jsonl_tree(&rd, line, len);
+			if (rec == NULL && o.strict)
+				qb_die(QB_EX_DATAERR, "stopped at the first bad "
+				    "line (--strict)");
+			if (rec == NULL)
+				r.nrej++;
+			else if (r.stop) {
+				qb_lwarn(rd.name, rd.lineno, "%s: not submitted "
+				    "(stopped after an earlier failure)",
+				    json_str(rec, "file") ? json_str(rec, "file") :
+				    "record");
+				r.nnot++;
+			} else
+				submit(&r, &rd, rec);
+			yajl_tree_free(rec);
+		}
+		jsonl_close(&rd);
+	}
+	if (r.nnot > 0)
+		qb_warn("%lu submitted, %lu skipped (already in ledger), %lu "
+		    "rejected, %lu not submitted (re-run with the same input%s)",
+		    r.nsub, r.nskip, r.nrej, r.nnot,
+		    r.useled ? " and ledger" : "");
+	else
+		qb_warn("%lu submitted, %lu skipped (already in ledger), %lu "
+		    "rejected", r.nsub, r.nskip, r.nrej);
+	for (i = 0; i < r.nsess; i++)
+		http_free(&r.sess[i].h);
+	if (r.useled)
+		ledger_free(&r.led);
+	idmap_free(&r.done);
+	yajl_gen_free(r.g);
+	qb_close_stdout();
+	if (r.stop)
+		return r.stop;
+	if (r.refused)
+		return QB_EX_UNAVAILABLE;
+	if (rc != QB_EX_OK)
+		return rc;
+	return r.nrej > 0 ? QB_EX_PARTIAL : QB_EX_OK;
+}

@@ -1,0 +1,626 @@
+/*
+ * http.c: libcurl easy wrapper with failure classes and retries.
+ *
+ * One easy handle per struct http, reset before each request (which keeps
+ * its connection cache), so a run of GETs to one host reuses one
+ * connection. Retries use exponential backoff with full jitter and obey
+ * the server's retry-after-ms, Retry-After and x-should-retry headers the
+ * way the OpenAI SDK does (PROVIDERS.md §1.11). Nothing here ever prints a
+ * request header: the key travels only in h->hdrs.
+ * SPDX-License-Identifier: ISC
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <yajl/yajl_tree.h>
+
+#include "exits.h"
+#include "http.h"
+#include "json.h"
+#include "msg.h"
+#include "num.h"
+#include "xmem.h"
+
+#ifndef QB_VERSION
+#define QB_VERSION "0.0.0"
+#endif
+
+#define CONNECT_TIMEOUT	10L		/* seconds */
+#define RETRY_AFTER_MAX	120.0		/* seconds; a longer wait is not waited for */
+#define BODY_MAX	((size_t)64 << 20)	/* largest response kept in memory */
+
+enum kind { K_JSON, K_UPLOAD, K_DOWNLOAD };
+
+struct req {
+	enum kind	 kind;
+	const char	*method, *path;
+	const char	*body;
+	size_t		 len;
+	const char *const *fields;
+	const char	*file;
+	FILE		*out;
+	int		 create;
+};
+
+/* State the callbacks share during one try. */
+struct xfer {
+	struct http_resp *r;
+	FILE		*out;
+	int		 werr;		/* errno of a failed write to out */
+	int		 sent;		/* some of the request went out */
+	int		 big;		/* response body over BODY_MAX */
+};
+
+void
+http_init(struct http *h, const char *base, const char *const *hdrs,
+    const char *secret)
+{
+	const char *s, *e;
+	size_t n;
+
+	memset(h, 0, sizeof(*h));
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
+	    (h->curl = curl_easy_init()) == NULL)
+		qb_die(QB_EX_OSERR, "cannot initialise libcurl");
+	n = strlen(base);
+	while (n > 0 && base[n - 1] == '/')
+		n--;
+	h->base = xstrndup(base, n);
+	h->secret = secret != NULL && *secret != '\0' ? xstrdup(secret) : NULL;
+	for (; hdrs != NULL && *hdrs != NULL; hdrs++)
+		if ((h->hdrs = curl_slist_append(h->hdrs, *hdrs)) == NULL)
+			qb_die(QB_EX_OSERR, "out of memory");
+	h->timeout = 300;
+	h->retries = 4;
+	h->backoff = 0.5;
+	h->cap = 30;
+	if ((s = getenv("QB_MAX_RETRIES")) != NULL && *s != '\0') {
+		h->retries = (int)qb_strtonum(s, 0, 100, &e);
+		if (e != NULL)
+			qb_die(QB_EX_CONFIG, "QB_MAX_RETRIES \"%s\" is %s", s, e);
+	}
+	if ((s = getenv("QB_BACKOFF_BASE")) != NULL && *s != '\0') {
+		h->backoff = qb_parse_seconds(s, &e);
+		if (e != NULL)
+			qb_die(QB_EX_CONFIG, "QB_BACKOFF_BASE \"%s\" is %s", s, e);
+	}
+	if ((s = getenv("QB_HTTP_TIMEOUT")) != NULL && *s != '\0') {
+		double t = qb_parse_seconds(s, &e);
+
+		if (e == NULL && (t < 1 || t > 86400))
+			e = "out of range (1 s to 1 day)";
+		if (e != NULL)
+			qb_die(QB_EX_CONFIG, "QB_HTTP_TIMEOUT \"%s\" is %s", s, e);
+		h->timeout = (long)ceil(t);
+	}
+	h->rng = (unsigned long long)time(NULL) * 2654435761ULL ^
+	    (unsigned long long)getpid() << 32 ^ (unsigned long long)(size_t)h;
+	if (h->rng == 0)
+		h->rng = 1;
+}
+
+void
+http_free(struct http *h)
+{
+	if (h->curl != NULL) {
+		curl_easy_cleanup(h->curl);
+		curl_global_cleanup();
+	}
+	curl_slist_free_all(h->hdrs);
+	if (h->secret != NULL)
+		memset(h->secret, 0, strlen(h->secret));
+	free(h->secret);
+	free(h->base);
+	memset(h, 0, sizeof(*h));
+}
+
+void
+http_resp_init(struct http_resp *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->should_retry = -1;
+}
+
+void
+http_resp_free(struct http_resp *r)
+{
+	buf_free(&r->body);
+	http_resp_init(r);
+}
+
+enum http_class
+http_class(CURLcode cc, long status)
+{
+	switch (cc) {
+	case CURLE_OK:
+		break;
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+	case CURLE_NOT_BUILT_IN:
+	case CURLE_READ_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CACERT_BADFILE:
+		return HTTP_PERM;	/* trying again cannot help */
+	case CURLE_WEIRD_SERVER_REPLY:
+	case CURLE_BAD_CONTENT_ENCODING:
+	case CURLE_WRITE_ERROR:
+	case CURLE_TOO_MANY_REDIRECTS:
+	case CURLE_FILESIZE_EXCEEDED:
+		return HTTP_PROTO;
+	default:
+		return HTTP_TEMP;	/* connect, resolve, timeout, reset... */
+	}
+	if (status >= 200 && status <= 299)
+		return HTTP_OK;
+	if (status == 401 || status == 403)
+		return HTTP_AUTH;
+	if (status == 408 || status == 409 || status == 429 ||
+	    (status >= 500 && status <= 599))
+		return HTTP_TEMP;
+	if (status >= 400 && status <= 499)
+		return HTTP_PERM;
+	return HTTP_PROTO;
+}
+
+int
+http_exit(enum http_class c)
+{
+	switch (c) {
+	case HTTP_OK:
+		return QB_EX_OK;
+	case HTTP_TEMP:
+		return QB_EX_TEMPFAIL;
+	case HTTP_AUTH:
+		return QB_EX_NOPERM;
+	case HTTP_PERM:
+		return QB_EX_UNAVAILABLE;
+	default:
+		return QB_EX_PROTOCOL;
+	}
+}
+
+/* A whole string as a finite non-negative decimal; -1 if it is not one. */
+static double
+decimal(const char *s)
+{
+	char *end;
+	double v;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!isdigit((unsigned char)*s) && *s != '.')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	while (isspace((unsigned char)*end))
+		end++;
+	if (*end != '\0' || errno != 0 || !isfinite(v) || v < 0)
+		return -1;
+	return v;
+}
+
+double
+http_retry_after(const char *ms, const char *ra, time_t now)
+{
+	double v;
+	time_t t;
+
+	if (ms != NULL && *ms != '\0' && (v = decimal(ms)) >= 0)
+		return v / 1000;
+	if (ra == NULL || *ra == '\0')
+		return -1;
+	if ((v = decimal(ra)) >= 0)
+		return v;
+	/* curl_getdate takes the three HTTP-date forms of RFC 9110 §5.6.7. */
+	if ((t = curl_getdate(ra, NULL)) == -1)
+		return -1;
+	return t <= now ? 0 : difftime(t, now);
+}
+
+/* Replace every copy of the key in h->err by "[key]". */
+static void
+scrub(struct http *h)
+{
+	char tmp[sizeof(h->err)], *p;
+	size_t n;
+
+	if (h->secret == NULL)
+		return;
+	n = strlen(h->secret);
+	while ((p = strstr(h->err, h->secret)) != NULL) {
+		snprintf(tmp, sizeof(tmp), "%.*s[key]%s", (int)(p - h->err),
+		    h->err, p + n);
+		memcpy(h->err, tmp, sizeof(tmp));
+	}
+}
+
+static void
+copyval(char *dst, size_t dstlen, const char *v, size_t n)
+{
+	while (n > 0 && (v[n - 1] == '\r' || v[n - 1] == '\n' ||
+	    v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	while (n > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		n--;
+	}
+	if (n >= dstlen)
+		n = dstlen - 1;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+static size_t
+on_header(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	struct http_resp *r = x->r;
+	size_t len = size * nmemb, k;
+	const char *c;
+
+	if (len > 5 && memcmp(p, "HTTP/", 5) == 0) {
+		/* A new response (after a 100 or a redirect) starts afresh. */
+		c = memchr(p, ' ', len);
+		r->status = c != NULL ? strtol(c + 1, NULL, 10) : 0;
+		r->retry_after[0] = r->retry_after_ms[0] = '\0';
+		r->request_id[0] = '\0';
+		r->should_retry = -1;
+		return len;
+	}
+	if ((c = memchr(p, ':', len)) == NULL)
+		return len;
+	k = (size_t)(c - p);
+	c++;
+	if (k == 11 && strncasecmp(p, "retry-after", k) == 0)
+		copyval(r->retry_after, sizeof(r->retry_after), c, len - k - 1);
+	else if (k == 14 && strncasecmp(p, "retry-after-ms", k) == 0)
+		copyval(r->retry_after_ms, sizeof(r->retry_after_ms), c,
+		    len - k - 1);
+	else if (k == 12 && strncasecmp(p, "x-request-id", k) == 0)
+		copyval(r->request_id, sizeof(r->request_id), c, len - k - 1);
+	else if (k == 14 && strncasecmp(p, "x-should-retry", k) == 0) {
+		char v[16];
+
+		copyval(v, sizeof(v), c, len - k - 1);
+		if (strcasecmp(v, "true") == 0)
+			r->should_retry = 1;
+		else if (strcasecmp(v, "false") == 0)
+			r->should_retry = 0;
+	}
+	return len;
+}
+
+static size_t
+on_body(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * nmemb;
+
+	if (x->out != NULL && x->r->status >= 200 && x->r->status <= 299) {
+		errno = 0;
+		if (fwrite(p, 1, len, x->out) != len) {
+			x->werr = errno != 0 ? errno : EIO;
+			return 0;
+		}
+		return len;
+	}
+	if (x->r->body.len + len > BODY_MAX) {
+		x->big = 1;
+		return 0;
+	}
+	buf_append(&x->r->body, p, len);
+	return len;
+}
+
+static int
+on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+    curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct xfer *x = arg;
+
+	if (ulnow > 0)
+		x->sent = 1;
+	return 0;
+}
+
+static struct curl_slist *
+addhdr(struct curl_slist *l, const char *s)
+{
+	if ((l = curl_slist_append(l, s)) == NULL)
+		qb_die(QB_EX_OSERR, "out of memory");
+	return l;
+}
+
+/* One try of request q; fills r and x, returns libcurl's result. */
+static CURLcode
+once(struct http *h, const struct req *q, const char *url,
+    struct http_resp *r, struct xfer *x)
+{
+	CURL *c = h->curl;
+	struct curl_slist *hl = NULL, *s;
+	curl_mime *mime = NULL;
+	curl_mimepart *part;
+	const char *const *f;
+	char ebuf[CURL_ERROR_SIZE];
+	curl_off_t reqsize = 0;
+	long rsize = 0;
+	CURLcode cc;
+
+	for (s = h->hdrs; s != NULL; s = s->next)
+		hl = addhdr(hl, s->data);
+	curl_easy_reset(c);
+	ebuf[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "qb/" QB_VERSION);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#endif
+	switch (q->kind) {
+	case K_JSON:
+		curl_easy_setopt(c, CURLOPT_TIMEOUT, h->timeout);
+		hl = addhdr(hl, "Accept: application/json");
+		if (strcmp(q->method, "GET") == 0) {
+			curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+			break;
+		}
+		if (strcmp(q->method, "POST") != 0)
+			curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
+		hl = addhdr(hl, "Content-Type: application/json");
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)(q->body != NULL ? q->len : 0));
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS,
+		    q->body != NULL ? q->body : "");
+		break;
+	case K_UPLOAD:
+		if ((mime = curl_mime_init(c)) == NULL)
+			qb_die(QB_EX_OSERR, "out of memory");
+		for (f = q->fields; f != NULL && f[0] != NULL && f[1] != NULL;
+		    f += 2) {
+			part = curl_mime_addpart(mime);
+			curl_mime_name(part, f[0]);
+			curl_mime_data(part, f[1], CURL_ZERO_TERMINATED);
+		}
+		part = curl_mime_addpart(mime);
+		curl_mime_name(part, "file");
+		if ((cc = curl_mime_filedata(part, q->file)) != CURLE_OK) {
+			curl_mime_free(mime);
+			curl_slist_free_all(hl);
+			return cc;
+		}
+		curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
+		/* No "Expect: 100-continue" round trip before the body. */
+		hl = addhdr(hl, "Expect:");
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout);
+		break;
+	case K_DOWNLOAD:
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+		/* Result URLs may redirect to storage; libcurl does not send a
+		 * custom Authorization header to another host. */
+		curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+		hl = addhdr(hl, "Accept: application/binary");
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout);
+		break;
+	}
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+	cc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &rsize);
+	curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &reqsize);
+	if (rsize > 0 || reqsize > 0)
+		x->sent = 1;
+	if (cc != CURLE_OK && ebuf[0] != '\0')
+		snprintf(h->err, sizeof(h->err), "%s", ebuf);
+	else if (cc != CURLE_OK)
+		snprintf(h->err, sizeof(h->err), "%s", curl_easy_strerror(cc));
+	/* The handle must not point at freed lists or forms. */
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c, CURLOPT_MIMEPOST, NULL);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+	curl_mime_free(mime);
+	curl_slist_free_all(hl);
+	return cc;
+}
+
+/* Set h->err to "METHOD PATH: what happened". */
+static void
+describe(struct http *h, const struct req *q, const struct http_resp *r,
+    const struct xfer *x)
+{
+	char why[320], rid[160] = "";
+	const char *m = NULL;
+	yajl_val v = NULL;
+
+	if (r->request_id[0] != '\0')
+		snprintf(rid, sizeof(rid), " (request %s)", r->request_id);
+	if (x->werr != 0)
+		snprintf(why, sizeof(why), "write error: %s", strerror(x->werr));
+	else if (x->big)
+		snprintf(why, sizeof(why), "response larger than %zu bytes",
+		    BODY_MAX);
+	else if (r->cc != CURLE_OK)
+		snprintf(why, sizeof(why), "%.300s", h->err);
+	else {
+		/* OpenAI and Anthropic both say {"error":{"message":...}}. */
+		if (r->body.len > 0 && r->body.len < 65536)
+			v = yajl_tree_parse(r->body.p, NULL, 0);
+		m = json_str(json_get(v, "error"), "message");
+		if (m == NULL)
+			m = json_str(v, "message");
+		if (m == NULL && r->status >= 200 && r->status <= 299)
+			m = "unexpected answer";
+		snprintf(why, sizeof(why), "HTTP %ld%s%.300s", r->status,
+		    m != NULL ? ": " : "", m != NULL ? m : "");
+		yajl_tree_free(v);
+	}
+	snprintf(h->err, sizeof(h->err), "%s %s: %s%s", q->method, q->path,
+	    why, rid);
+	scrub(h);
+}
+
+static double
+jitter(struct http *h, int attempt)
+{
+	double top = h->backoff * pow(2, attempt);
+
+	if (top > h->cap)
+		top = h->cap;
+	/* xorshift64*: plenty for spreading retries. */
+	h->rng ^= h->rng >> 12;
+	h->rng ^= h->rng << 25;
+	h->rng ^= h->rng >> 27;
+	return top * ((h->rng * 2685821657736338717ULL >> 11) /
+	    9007199254740992.0);
+}
+
+static void
+pause_for(double s)
+{
+	struct timespec ts;
+
+	if (s <= 0)
+		return;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		continue;
+}
+
+static enum http_class
+run(struct http *h, const struct req *q, struct http_resp *r)
+{
+	struct buf url = BUF_INIT;
+	struct xfer x;
+	enum http_class cls;
+	double delay, secs;
+	int attempt, retry;
+
+	if (strncmp(q->path, "http://", 7) == 0 ||
+	    strncmp(q->path, "https://", 8) == 0)
+		buf_puts(&url, q->path);
+	else
+		buf_printf(&url, "%s%s", h->base, q->path);
+	for (attempt = 0;; attempt++) {
+		buf_free(&r->body);
+		http_resp_init(r);
+		memset(&x, 0, sizeof(x));
+		x.r = r;
+		x.out = q->out;
+		h->err[0] = '\0';
+		if (q->out != NULL && attempt > 0 && (fflush(q->out) != 0 ||
+		    ftruncate(fileno(q->out), 0) != 0 ||
+		    fseeko(q->out, 0, SEEK_SET) != 0))
+			x.werr = errno;
+		r->cc = x.werr != 0 ? CURLE_WRITE_ERROR :
+		    once(h, q, url.p, r, &x);
+		r->tries = attempt + 1;
+		secs = 0;
+		curl_easy_getinfo(h->curl, CURLINFO_TOTAL_TIME, &secs);
+		cls = x.werr != 0 ? HTTP_PERM : http_class(r->cc, r->status);
+		if (r->cc == CURLE_OK)
+			qb_note(2, "%s %s -> %ld (%.3f s)%s%s", q->method, url.p,
+			    r->status, secs, r->request_id[0] ? " " : "",
+			    r->request_id);
+		else
+			qb_note(2, "%s %s -> %s", q->method, url.p, h->err);
+		if (cls == HTTP_OK)
+			break;
+		describe(h, q, r, &x);
+		retry = cls == HTTP_TEMP;
+		/* The server's own word overrides the status rule (§1.11). */
+		if (r->should_retry == 0 || (r->should_retry == 1 &&
+		    r->cc == CURLE_OK && r->status >= 400))
+			retry = r->should_retry;
+		if (x.werr != 0)
+			retry = 0;
+		if (q->create && r->cc != CURLE_OK && x.sent) {
+			/* The server may have made it: never send it twice. */
+			r->unknown = 1;
+			retry = 0;
+			snprintf(h->err + strlen(h->err),
+			    sizeof(h->err) - strlen(h->err),
+			    "; outcome unknown: the request was sent");
+		} else if (q->create && r->cc == CURLE_OK)
+			retry = retry && (r->status == 429 || r->status >= 500);
+		if (!retry || attempt >= h->retries)
+			break;
+		delay = http_retry_after(r->retry_after_ms, r->retry_after,
+		    time(NULL));
+		if (delay > RETRY_AFTER_MAX) {
+			snprintf(h->err + strlen(h->err),
+			    sizeof(h->err) - strlen(h->err),
+			    "; the server asks to wait %.0f s", delay);
+			break;
+		}
+		if (delay <= 0)
+			delay = jitter(h, attempt);
+		qb_note(1, "%s; retry %d of %d in %.2f s", h->err, attempt + 1,
+		    h->retries, delay);
+		pause_for(delay);
+	}
+	h->status = r->status;
+	buf_free(&url);
+	return cls;
+}
+
+enum http_class
+http_json(struct http *h, const char *method, const char *path,
+    const char *body, size_t len, int create, struct http_resp *r)
+{
+	struct req q;
+
+	memset(&q, 0, sizeof(q));
+	q.kind = K_JSON;
+	q.method = method;
+	q.path = path;
+	q.body = body;
+	q.len = len;
+	q.create = create;
+	return run(h, &q, r);
+}
+
+enum http_class
+http_upload(struct http *h, const char *path, const char *const *fields,
+    const char *file, struct http_resp *r)
+{
+	struct req q;
+
+	memset(&q, 0, sizeof(q));
+	q.kind = K_UPLOAD;
+	q.method = "POST";
+	q.path = path;
+	q.fields = fields;
+	q.file = file;
+	return run(h, &q, r);
+}
+
+enum http_class
+http_download(struct http *h, const char *path, FILE *out,
+    struct http_resp *r)
+{
+	struct req q;
+
+	memset(&q, 0, sizeof(q));
+	q.kind = K_DOWNLOAD;
+	q.method = "GET";
+	q.path = path;
+	q.out = out;
+	return run(h, &q, r);
+}

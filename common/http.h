@@ -1,0 +1,109 @@
+/*
+ * http.h: a small libcurl easy wrapper. One handle per service, reused so
+ * that connections are kept alive; JSON requests, streamed multipart
+ * uploads and streamed downloads; every failure classified as temporary,
+ * auth, permanent or protocol, and temporary ones retried with backoff.
+ * SPDX-License-Identifier: ISC
+ */
+#ifndef QB_HTTP_H
+#define QB_HTTP_H
+
+#include <stdio.h>
+#include <time.h>
+#include <curl/curl.h>
+
+#include "buf.h"
+
+enum http_class { HTTP_OK, HTTP_TEMP, HTTP_AUTH, HTTP_PERM, HTTP_PROTO };
+
+struct http {
+	CURL		*curl;		/* one easy handle: keeps connections */
+	char		*base;		/* base URL without a trailing '/'; owned */
+	char		*secret;	/* the key, scrubbed from messages; owned */
+	struct curl_slist *hdrs;	/* headers sent on every request; owned */
+	long		 timeout;	/* seconds per JSON request (QB_HTTP_TIMEOUT, 300) */
+	int		 retries;	/* retries after the first try (QB_MAX_RETRIES, 4) */
+	double		 backoff;	/* first backoff step, seconds (QB_BACKOFF_BASE, 0.5) */
+	double		 cap;		/* largest backoff step, seconds (30) */
+	unsigned long long rng;		/* jitter state */
+	long		 status;	/* HTTP status of the last request, 0 if none */
+	char		 err[512];	/* why the last call failed, for messages */
+};
+
+/* What came back from one request (after any retries). */
+struct http_resp {
+	CURLcode	 cc;		/* libcurl result of the last try */
+	long		 status;	/* HTTP status of the last try, 0 if none */
+	struct buf	 body;		/* response body (JSON calls, error bodies); owned */
+	char		 retry_after[64], retry_after_ms[32];	/* raw headers, "" if absent */
+	char		 request_id[128];	/* x-request-id, "" if absent */
+	int		 should_retry;	/* x-should-retry: -1 absent, 0 false, 1 true */
+	int		 unknown;	/* a create timed out after sending: outcome unknown */
+	int		 tries;		/* attempts made */
+};
+
+/*
+ * Set up h for base (a URL; a trailing '/' is stripped) with the header
+ * lines in hdrs (NULL-terminated, copied; may be NULL). secret, if not
+ * NULL, is never shown: it is replaced by "[key]" in every message.
+ * Reads QB_MAX_RETRIES (0..100), QB_BACKOFF_BASE and QB_HTTP_TIMEOUT
+ * (seconds); a bad value exits QB_EX_CONFIG. Dies QB_EX_OSERR if libcurl
+ * cannot start. Release with http_free.
+ */
+void http_init(struct http *h, const char *base, const char *const *hdrs,
+    const char *secret);
+/* Close h's connections and free (and wipe) what http_init made. */
+void http_free(struct http *h);
+/* Make r empty; do this once before r's first use. */
+void http_resp_init(struct http_resp *r);
+/* Free r's body; r is empty again and may be reused. */
+void http_resp_free(struct http_resp *r);
+
+/*
+ * Send method ("GET", "POST") to path (relative to the base URL, starting
+ * with '/', or an absolute http(s) URL) with the len bytes of JSON at body
+ * (NULL for none). The response body lands in r->body. Temporary failures
+ * are retried; when create is set the request makes something that must
+ * not exist twice, so it is retried only after a connection failure before
+ * anything was sent, a 429 or a 5xx answer (a timeout after sending sets
+ * r->unknown). Returns the class of the final result; h->err says why when
+ * it is not HTTP_OK. r must be initialised (http_resp_init); it is reset.
+ */
+enum http_class http_json(struct http *h, const char *method, const char *path,
+    const char *body, size_t len, int create, struct http_resp *r);
+/*
+ * POST a multipart form to path: the name/value pairs in fields
+ * (NULL-terminated, may be NULL) and the file at file as part "file",
+ * streamed from disk, never held in memory. No total timeout; a transfer
+ * slower than 1 byte/s for h->timeout seconds fails. Retried like a GET.
+ */
+enum http_class http_upload(struct http *h, const char *path,
+    const char *const *fields, const char *file, struct http_resp *r);
+/*
+ * GET path (relative or absolute, as above) and stream a 2xx body into
+ * out, a regular file opened for writing: on a retry it is truncated and
+ * rewritten. An error body goes to r->body instead. A write error on out
+ * gives HTTP_PERM with errno's reason in h->err and r->cc CURLE_WRITE_ERROR.
+ */
+enum http_class http_download(struct http *h, const char *path, FILE *out,
+    struct http_resp *r);
+
+/*
+ * Classify a libcurl result and an HTTP status: HTTP_OK for 2xx;
+ * HTTP_TEMP for connection failures, timeouts, 408, 409, 429 and 5xx;
+ * HTTP_AUTH for 401 and 403; HTTP_PERM for other 4xx and for requests that
+ * can never work (bad URL, TLS verification); HTTP_PROTO for anything else.
+ */
+enum http_class http_class(CURLcode cc, long status);
+/* The exit status for a class: 0, 75, 77, 69, 76 (common/exits.h). */
+int http_exit(enum http_class c);
+/*
+ * The server's requested delay in seconds from the retry-after-ms value ms
+ * (milliseconds) or, failing that, the Retry-After value ra (seconds,
+ * fractions allowed, or an HTTP-date compared with now). Either may be
+ * NULL or "". Returns -1 when neither gives a usable delay; a date in the
+ * past gives 0.
+ */
+double http_retry_after(const char *ms, const char *ra, time_t now);
+
+#endif

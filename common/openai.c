@@ -1,0 +1,301 @@
+/*
+ * openai.c: the OpenAI Batch API (PROVIDERS.md §1) behind struct provider:
+ * upload a file with purpose=batch, create a batch for it, read batches,
+ * cancel them and stream their output and error files. Any OpenAI
+ * compatible server works through the base URL. Paths are relative to the
+ * base URL, which holds the version (…/v1).
+ * SPDX-License-Identifier: ISC
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <yajl/yajl_gen.h>
+
+#include "exits.h"
+#include "json.h"
+#include "jout.h"
+#include "provider.h"
+#include "xmem.h"
+
+/* Metadata values are at most 512 characters (PROVIDERS.md §1.4). */
+#define META_VALUE_MAX 512
+
+/* A malloc'd header line: prefix then value. */
+static char *
+hdr(const char *prefix, const char *value)
+{
+	struct buf b = BUF_INIT;
+
+	buf_printf(&b, "%s%s", prefix, value);
+	return b.p;
+}
+
+/* Authorization, plus organisation and project when set (§1.1). */
+static int
+oa_auth(const char *key, char **hdrs, int n)
+{
+	const char *s;
+	int i = 0;
+
+	if (n < 4)
+		return 0;
+	hdrs[i++] = hdr("Authorization: Bearer ", key);
+	if ((s = getenv("OPENAI_ORG_ID")) != NULL && *s != '\0')
+		hdrs[i++] = hdr("OpenAI-Organization: ", s);
+	if ((s = getenv("OPENAI_PROJECT_ID")) != NULL && *s != '\0')
+		hdrs[i++] = hdr("OpenAI-Project: ", s);
+	hdrs[i] = NULL;
+	return i;
+}
+
+/*
+ * Parse a JSON object answer; on failure set h->err and return NULL
+ * (the caller returns QB_EX_PROTOCOL).
+ */
+static yajl_val
+answer(struct http *h, const char *what, struct http_resp *r, const char *need)
+{
+	yajl_val v = NULL;
+
+	if (r->body.len > 0)
+		v = yajl_tree_parse(r->body.p, NULL, 0);
+	if (!YAJL_IS_OBJECT(v) || json_str(v, need) == NULL) {
+		snprintf(h->err, sizeof(h->err),
+		    "%s: answer is not a JSON object with a \"%s\" string",
+		    what, need);
+		yajl_tree_free(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* Ids go into paths: allow only what the provider's ids are made of. */
+static int
+safe_id(struct http *h, const char *id)
+{
+	const char *s;
+
+	for (s = id; *s != '\0'; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' ||
+		    *s == '.'))
+			break;
+	if (*id == '\0' || *s != '\0' || s - id > 256) {
+		snprintf(h->err, sizeof(h->err), "bad id \"%.64s\"", id);
+		h->status = 0;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
+    int *unknown)
+{
+	static const char *const fields[] = { "purpose", "batch", NULL };
+	struct http_resp r;
+	struct buf path = BUF_INIT;
+	enum http_class c;
+	yajl_val f;
+	yajl_gen g;
+	const unsigned char *body;
+	const char *base, *fid;
+	size_t blen, n;
+	int rc = 0;
+
+	*batch = NULL;
+	*unknown = 0;
+	http_resp_init(&r);
+	if ((c = http_upload(h, "/files", fields, s->path, &r)) != HTTP_OK) {
+		http_resp_free(&r);
+		return http_exit(c);
+	}
+	if ((f = answer(h, "POST /files", &r, "id")) == NULL) {
+		http_resp_free(&r);
+		return QB_EX_PROTOCOL;
+	}
+	fid = json_str(f, "id");
+
+	base = strrchr(s->path, '/');
+	base = base != NULL ? base + 1 : s->path;
+	n = strlen(base);
+	if (n > META_VALUE_MAX) {
+		n = META_VALUE_MAX;
+		while (n > 0 && ((unsigned char)base[n] & 0xc0) == 0x80)
+			n--;	/* do not split a UTF-8 sequence */
+	}
+	g = jout_new();
+	jout_open(g);
+	jout_kstr(g, "input_file_id", fid);
+	jout_kstr(g, "endpoint", s->endpoint);
+	jout_kstr(g, "completion_window", "24h");
+	jout_key(g, "metadata");
+	jout_open(g);
+	jout_kstr(g, "qb_sha256", s->sha256);
+	jout_key(g, "qb_file");
+	jout_strn(g, base, n);
+	jout_close(g);
+	jout_close(g);
+	yajl_gen_get_buf(g, &body, &blen);
+	c = http_json(h, "POST", "/batches", (const char *)body, blen, 1, &r);
+	yajl_gen_free(g);
+	if (c != HTTP_OK) {
+		*unknown = r.unknown;
+		rc = http_exit(c);
+		if (c == HTTP_PERM || c == HTTP_AUTH) {
+			/* Nothing was made; do not leave the upload behind. */
+			char err[sizeof(h->err)];
+			long st = h->status;
+
+			memcpy(err, h->err, sizeof(err));
+			buf_printf(&path, "/files/%s", fid);
+			if (safe_id(h, fid) == 0)
+				http_json(h, "DELETE", path.p, NULL, 0, 0, &r);
+			memcpy(h->err, err, sizeof(err));
+			h->status = st;
+		}
+	} else if ((*batch = answer(h, "POST /batches", &r, "id")) == NULL) {
+		/* It said yes, but not to what: the batch may well exist. */
+		*unknown = 1;
+		rc = QB_EX_PROTOCOL;
+	}
+	yajl_tree_free(f);
+	buf_free(&path);
+	http_resp_free(&r);
+	return rc;
+}
+
+/* GET or POST path for a batch object. */
+static int
+batchcall(struct http *h, const char *method, const char *id,
+    const char *suffix, yajl_val *batch)
+{
+	struct http_resp r;
+	struct buf path = BUF_INIT;
+	enum http_class c;
+	int rc = 0;
+
+	*batch = NULL;
+	if (safe_id(h, id) != 0)
+		return QB_EX_DATAERR;
+	buf_printf(&path, "/batches/%s%s", id, suffix);
+	http_resp_init(&r);
+	c = http_json(h, method, path.p, NULL, 0, 0, &r);
+	if (c != HTTP_OK)
+		rc = http_exit(c);
+	else if ((*batch = answer(h, path.p, &r, "id")) == NULL)
+		rc = QB_EX_PROTOCOL;
+	http_resp_free(&r);
+	buf_free(&path);
+	return rc;
+}
+
+static int
+oa_get(struct http *h, const char *id, yajl_val *batch)
+{
+	return batchcall(h, "GET", id, "", batch);
+}
+
+static int
+oa_cancel(struct http *h, const char *id, yajl_val *batch)
+{
+	return batchcall(h, "POST", id, "/cancel", batch);
+}
+
+static int
+oa_fetch(struct http *h, const char *ref, FILE *out)
+{
+	struct http_resp r;
+	struct buf path = BUF_INIT;
+	enum http_class c;
+	int rc;
+
+	if (safe_id(h, ref) != 0)
+		return QB_EX_DATAERR;
+	buf_printf(&path, "/files/%s/content", ref);
+	http_resp_init(&r);
+	c = http_download(h, path.p, out, &r);
+	rc = c != HTTP_OK && r.cc == CURLE_WRITE_ERROR ? QB_EX_IOERR :
+	    http_exit(c);
+	http_resp_free(&r);
+	buf_free(&path);
+	return rc;
+}
+
+/* The Batch object's timestamps (§1.5), in the order they happen. */
+static const char *const oa_times[] = {
+	"created_at", "in_progress_at", "expires_at", "finalizing_at",
+	"completed_at", "failed_at", "expired_at", "cancelling_at",
+	"cancelled_at", NULL
+};
+
+/* The terminal statuses (§1.6). */
+static const char *const oa_ended[] = {
+	"completed", "failed", "expired", "cancelled", NULL
+};
+
+static int
+oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
+{
+	const char *const *s;
+	const char *id;
+	yajl_val rc, e;
+	long long t;
+
+	memset(j, 0, sizeof(*j));
+	j->id = json_str(b, "id");
+	j->status = json_str(b, "status");
+	if (j->id == NULL || j->status == NULL) {
+		snprintf(err, errlen, "batch object without %s",
+		    j->id == NULL ? "\"id\"" : "\"status\"");
+		return -1;
+	}
+	for (s = oa_ended; *s != NULL; s++)
+		if (strcmp(*s, j->status) == 0)
+			j->ended = 1;
+	j->input_file_id = json_str(b, "input_file_id");
+	rc = json_get(b, "request_counts");
+	if (YAJL_IS_OBJECT(rc) && json_int(rc, "total", &j->total) == 0 &&
+	    json_int(rc, "completed", &j->completed) == 0 &&
+	    json_int(rc, "failed", &j->failed) == 0)
+		j->has_counts = 1;
+	e = json_get(json_get(b, "errors"), "data");
+	if (YAJL_IS_ARRAY(e))
+		j->errors = e;
+	for (s = oa_times; *s != NULL && j->ntime < JOB_TIMES; s++)
+		if (json_int(b, *s, &t) == 0) {
+			j->time[j->ntime].key = *s;
+			provider_time(t, j->time[j->ntime].val,
+			    sizeof(j->time[j->ntime].val));
+			j->ntime++;
+		}
+	/* null or "" means there is no such file (§1.8): never fetched. */
+	if ((id = json_str(b, "output_file_id")) != NULL && *id != '\0') {
+		j->result[j->nresult].kind = "output";
+		j->result[j->nresult++].ref = id;
+	}
+	if ((id = json_str(b, "error_file_id")) != NULL && *id != '\0') {
+		j->result[j->nresult].kind = "errors";
+		j->result[j->nresult++].ref = id;
+	}
+	return 0;
+}
+
+const struct provider provider_openai = {
+	.name = "openai",
+	.line_format = PROVIDER_LINE_OPENAI,
+	/* Per batch file: PROVIDERS.md §1.3 and §1.10. */
+	.max_requests = 50000,
+	.max_bytes = 200000000LL,
+	.max_inputs = 50000,
+	.limits_src = "PROVIDERS.md §1.3, §1.10",
+	.key_env = "OPENAI_API_KEY",
+	.base_env = "OPENAI_BASE_URL",
+	.base_default = "https://api.openai.com/v1",	/* §1 */
+	.auth = oa_auth,
+	.submit = oa_submit,
+	.get = oa_get,
+	.cancel = oa_cancel,
+	.fetch = oa_fetch,
+	.job = oa_job,
+};
