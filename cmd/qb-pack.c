@@ -307,7 +307,6 @@ main(int argc, char *argv[])
 	struct opts o;
 	struct packer pk;
 	struct jsonl_reader r;
-	struct stat st;
 	const char *errstr, *pname = "openai";
 	char *line;
 	size_t len, i;
@@ -361,11 +360,7 @@ main(int argc, char *argv[])
 		o.max_requests = o.prov->max_requests;
 	if (o.max_bytes == 0 || o.max_bytes > o.prov->max_bytes)
 		o.max_bytes = o.prov->max_bytes;
-	if (stat(o.dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		if (errno == 0)
-			errno = ENOTDIR;
-		qb_diesys(QB_EX_NOINPUT, "%s", o.dir);
-	}
+	afile_need_dir(o.dir);
 
 	memset(&pk, 0, sizeof(pk));
 	pk.o = &o;

@@ -71,11 +71,6 @@ struct job {
 	int		 endednow;	/* ended during this run */
 };
 
-struct sess {
-	const struct provider *p;
-	struct http	 h;
-};
-
 struct poll {
 	const struct opts *o;
 	struct job	*job;
@@ -84,29 +79,13 @@ struct poll {
 	size_t		*jix;
 	char		**names;	/* input names, for messages */
 	size_t		 nnames;
-	struct sess	 sess[4];
-	int		 nsess;
+	struct provider_conns conns;
 	yajl_gen	 g;
 	int		 fatal;		/* stop polling and exit with this */
 	int		 temp, proto, ioerr, rejected;
 	int		 changed;	/* some job has a new record to ledger */
 	int		 tty;
 };
-
-static struct http *
-session(struct poll *P, const struct provider *p)
-{
-	int i;
-
-	for (i = 0; i < P->nsess; i++)
-		if (P->sess[i].p == p)
-			return &P->sess[i].h;
-	if (P->nsess == (int)(sizeof(P->sess) / sizeof(P->sess[0])))
-		qb_die(QB_EX_SOFTWARE, "too many providers in one run");
-	P->sess[P->nsess].p = p;
-	provider_open(p, &P->sess[P->nsess].h, P->o->base, P->o->keyfile);
-	return &P->sess[P->nsess++].h;
-}
 
 /* Finish the record in P->g as the job's new text. */
 static void
@@ -215,7 +194,7 @@ poll_one(struct poll *P, struct job *j)
 		failed(P, j, "cannot poll this provider", 0);
 		return;
 	}
-	h = session(P, p);
+	h = provider_conn(&P->conns, p);
 	if ((rc = p->get(h, id, &batch)) != 0) {
 		qb_lwarn(j->src, j->lineno, "%s: %s", id, h->err);
 		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
@@ -443,7 +422,6 @@ main(int argc, char *argv[])
 	struct ledger led;
 	struct poll P;
 	struct opts o;
-	struct stat st;
 	const char *errstr;
 	size_t i;
 	int ch, rc, timedout;
@@ -496,14 +474,12 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (o.ledger != NULL && argc > 0)
 		qb_usage(usage);
-	if (stat(o.dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		if (errno == 0)
-			errno = ENOTDIR;
-		qb_diesys(QB_EX_NOINPUT, "%s", o.dir);
-	}
+	afile_need_dir(o.dir);
 
 	memset(&P, 0, sizeof(P));
 	P.o = &o;
+	P.conns.base = o.base;
+	P.conns.keyfile = o.keyfile;
 	P.g = jout_new();
 	P.tty = isatty(2) && qb_verbose >= 0;
 	idmap_init(&P.ids);
@@ -532,8 +508,7 @@ main(int argc, char *argv[])
 	if (o.wait && !timedout)
 		P.temp = P.proto = P.ioerr = 0;
 
-	for (i = 0; i < (size_t)P.nsess; i++)
-		http_free(&P.sess[i].h);
+	provider_conns_free(&P.conns);
 	for (i = 0; i < P.njob; i++) {
 		free(P.job[i].line);
 		free(P.job[i].out);

@@ -49,16 +49,9 @@ struct opts {
 	int		 strict;
 };
 
-/* One connection per provider used. */
-struct sess {
-	const struct provider *p;
-	struct http	 h;
-};
-
 struct run {
 	const struct opts *o;
-	struct sess	 sess[4];
-	int		 nsess;
+	struct provider_conns conns;
 	struct ledger	 led;
 	int		 useled;
 	struct idmap	 done;		/* digests submitted in this run */
@@ -67,21 +60,6 @@ struct run {
 	int		 stop;		/* exit status that ended submitting, or 0 */
 	int		 refused;	/* the provider refused a file for good */
 };
-
-static struct http *
-session(struct run *r, const struct provider *p)
-{
-	int i;
-
-	for (i = 0; i < r->nsess; i++)
-		if (r->sess[i].p == p)
-			return &r->sess[i].h;
-	if (r->nsess == (int)(sizeof(r->sess) / sizeof(r->sess[0])))
-		qb_die(QB_EX_SOFTWARE, "too many providers in one run");
-	r->sess[r->nsess].p = p;
-	provider_open(p, &r->sess[r->nsess].h, r->o->base, r->o->keyfile);
-	return &r->sess[r->nsess++].h;
-}
 
 static int
 ishex64(const char *s)
@@ -210,7 +188,7 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 		r->nrej++;
 		return;
 	}
-	h = session(r, p);
+	h = provider_conn(&r->conns, p);
 	memset(&ps, 0, sizeof(ps));
 	ps.path = file;
 	ps.sha256 = sha;
@@ -300,6 +278,8 @@ main(int argc, char *argv[])
 
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
+	r.conns.base = o.base;
+	r.conns.keyfile = o.keyfile;
 	r.g = jout_new();
 	idmap_init(&r.done);
 	if (o.ledger != NULL) {
@@ -343,8 +323,7 @@ main(int argc, char *argv[])
 	else
 		qb_warn("%lu submitted, %lu skipped (already in ledger), %lu "
 		    "rejected", r.nsub, r.nskip, r.nrej);
-	for (i = 0; i < r.nsess; i++)
-		http_free(&r.sess[i].h);
+	provider_conns_free(&r.conns);
 	if (r.useled)
 		ledger_free(&r.led);
 	idmap_free(&r.done);

@@ -11,6 +11,8 @@
 
 #include "afile.h"
 #include "buf.h"
+#include "exits.h"
+#include "msg.h"
 #include "xmem.h"
 
 int
@@ -114,4 +116,17 @@ afile_abort(struct afile *a)
 	free(a->tmp);
 	free(a->path);
 	memset(a, 0, sizeof(*a));
+}
+
+void
+afile_need_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) == -1)
+		qb_diesys(QB_EX_NOINPUT, "%s", dir);
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		qb_diesys(QB_EX_NOINPUT, "%s", dir);
+	}
 }

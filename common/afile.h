@@ -25,6 +25,8 @@ int afile_open(struct afile *a, const char *path);
 int afile_commit(struct afile *a, const char *newpath);
 /* Remove the temporary file and free a's memory. */
 void afile_abort(struct afile *a);
+/* Exit QB_EX_NOINPUT, naming dir, unless dir is an existing directory. */
+void afile_need_dir(const char *dir);
 /* fsync the directory holding path; returns 0 or -1 with errno set. */
 int fsync_dir(const char *path);
 

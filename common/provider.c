@@ -120,3 +120,28 @@ provider_time(long long t, char *out, size_t outlen)
 	    strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		snprintf(out, outlen, "%lld", t);
 }
+
+struct http *
+provider_conn(struct provider_conns *c, const struct provider *p)
+{
+	int i;
+
+	for (i = 0; i < c->n; i++)
+		if (c->p[i] == p)
+			return &c->h[i];
+	if (c->n == (int)(sizeof(c->p) / sizeof(c->p[0])))
+		qb_die(QB_EX_SOFTWARE, "too many providers in one run");
+	c->p[c->n] = p;
+	provider_open(p, &c->h[c->n], c->base, c->keyfile);
+	return &c->h[c->n++];
+}
+
+void
+provider_conns_free(struct provider_conns *c)
+{
+	int i;
+
+	for (i = 0; i < c->n; i++)
+		http_free(&c->h[i]);
+	c->n = 0;
+}

@@ -123,6 +123,23 @@ const struct provider *provider_find(const char *name);
 void provider_open(const struct provider *p, struct http *h,
     const char *base, const char *keyfile);
 
+/*
+ * One open connection per provider a run talks to, so that a stream of
+ * records for mixed providers reuses connections. Zero-initialise; each
+ * opened connection is set up by provider_open with base and keyfile.
+ */
+struct provider_conns {
+	const struct provider	*p[4];
+	struct http		 h[4];
+	int			 n;
+	const char		*base, *keyfile;	/* not owned */
+};
+
+/* The connection to p, opened on first use (exits as provider_open). */
+struct http *provider_conn(struct provider_conns *c, const struct provider *p);
+/* Close every connection. */
+void provider_conns_free(struct provider_conns *c);
+
 /* Format unix time t (seconds) as RFC 3339 UTC into out (at least 21 bytes). */
 void provider_time(long long t, char *out, size_t outlen);
 
