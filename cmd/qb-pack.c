@@ -37,8 +37,8 @@ static const char usage[] =
 static const char help[] =
     "  -b, --max-bytes N      split files at N bytes (default: provider cap)\n"
     "  -d, --dir DIR          write batch files into DIR (required)\n"
-    "  -e, --endpoint PATH    endpoint for items that name none\n"
-    "                         (default /v1/chat/completions)\n"
+    "  -e, --endpoint PATH    endpoint for items that name none (default\n"
+    "                         /v1/chat/completions; anthropic: /v1/messages)\n"
     "  -n, --max-requests N   split files at N requests (default: provider cap)\n"
     "  -p, --provider NAME    openai (default) or anthropic\n"
     "      --strict           stop at the first bad line (exit 65)\n"
@@ -62,6 +62,7 @@ struct group {
 	int		 open;
 	long long	 requests;
 	long long	 bytes;
+	long long	 inputs;	/* embedding inputs, where the provider caps them */
 };
 
 struct packer {
@@ -108,7 +109,7 @@ group_start(struct packer *pk, struct group *g)
 		qb_diesys(QB_EX_IOERR, "%s: cannot create a batch file", pk->o->dir);
 	buf_free(&path);
 	g->open = 1;
-	g->requests = g->bytes = 0;
+	g->requests = g->bytes = g->inputs = 0;
 }
 
 /* Close the group's file: fsync, rename to its content name, print the pack record. */
@@ -188,6 +189,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	const char *id, *endpoint, *model, *why, *method;
 	int iid, ibody, iurl, imodel, imethod, isnew;
 	size_t idx, n;
+	long ninputs;
 	struct group *g;
 	const unsigned char *out;
 
@@ -224,6 +226,22 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	    (model = json_sval(s, imodel)) == NULL || *model == '\0')
 		return bad(pk, r, "no model string in \"%s\" for id \"%s\"",
 		    s->span[ibody].key, id);
+
+	/* An embeddings request counts its inputs against the file's cap. */
+	ninputs = 0;
+	if (pv->max_inputs > 0 && strcmp(endpoint, pv->inputs_endpoint) == 0) {
+		int iin = json_find(s, ibody, "input");
+
+		ninputs = 1;
+		if (iin >= 0 && s->span[iin].type == JT_ARRAY)
+			ninputs = json_array_len(line + s->span[iin].off,
+			    s->span[iin].len);
+		if (ninputs > pv->max_inputs) {
+			snprintf(err, sizeof(err), "%ld", ninputs);
+			return bad(pk, r, "%s embedding inputs exceed the per-file "
+			    "cap for id \"%s\"", err, id);
+		}
+	}
 
 	/* The line as it goes into the batch file. */
 	jout_open(pk->gen);
@@ -265,7 +283,8 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 
 	g = group_get(pk, endpoint, model);
 	if (g->open && (g->requests + 1 > pk->o->max_requests ||
-	    g->bytes + (long long)n + 1 > pk->o->max_bytes))
+	    g->bytes + (long long)n + 1 > pk->o->max_bytes ||
+	    g->inputs + ninputs > pv->max_inputs))
 		group_finish(pk, g);
 	if (!g->open)
 		group_start(pk, g);
@@ -273,6 +292,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 		qb_diesys(QB_EX_IOERR, "%s: write error", g->af.tmp);
 	g->requests++;
 	g->bytes += (long long)n + 1;
+	g->inputs += ninputs;
 	yajl_gen_clear(pk->gen);
 	yajl_gen_reset(pk->gen, NULL);
 	return 0;
@@ -317,7 +337,6 @@ main(int argc, char *argv[])
 
 	qb_setprog(argv[0]);
 	memset(&o, 0, sizeof(o));
-	o.endpoint = "/v1/chat/completions";
 	while ((ch = getopt_long(argc, argv, "b:d:e:hn:p:qVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'b':
@@ -355,6 +374,8 @@ main(int argc, char *argv[])
 		qb_usage(usage);
 	if ((o.prov = provider_find(pname)) == NULL)
 		qb_die(QB_EX_USAGE, "unknown provider \"%s\"", pname);
+	if (o.endpoint == NULL)
+		o.endpoint = o.prov->endpoint;
 	/* The provider's caps bound what the user may ask for. */
 	if (o.max_requests == 0 || o.max_requests > o.prov->max_requests)
 		o.max_requests = o.prov->max_requests;

@@ -34,8 +34,8 @@
 #include "xmem.h"
 
 static const char usage[] =
-    "[-hqVvw] [--strict] [--base-url URL] [-d dir] [--interval S]\n"
-    "       [--key-file FILE] [-t seconds] [-i ledger | file ...]";
+    "[-hqVvw] [--strict] [--base-url url] [-d dir] [--interval seconds]\n"
+    "       [--key-file file] [-t seconds] [-i ledger | file ...]";
 static const char help[] =
     "      --base-url URL     the provider's API base URL (default from\n"
     "                         OPENAI_BASE_URL, else https://api.openai.com/v1)\n"

@@ -30,7 +30,7 @@
 #include "xmem.h"
 
 static const char usage[] =
-    "[-hqVv] [--strict] [--base-url URL] [--key-file FILE] [-l ledger]\n"
+    "[-hqVv] [--strict] [--base-url url] [--key-file file] [-l ledger]\n"
     "       [-p provider] [file ...]";
 static const char help[] =
     "      --base-url URL     the provider's API base URL (default from\n"

@@ -324,3 +324,97 @@ json_sval(const struct json_scan *s, int i)
 		return NULL;
 	return s->strs.p + s->span[i].soff;
 }
+
+/* Counting state for json_array_len: depth and elements at depth 1. */
+struct countctx {
+	int	depth;
+	long	n;
+};
+
+static int
+cnt_value(void *ctx)
+{
+	struct countctx *c = ctx;
+
+	if (c->depth == 1)
+		c->n++;
+	return 1;
+}
+
+static int
+cnt_null(void *ctx)
+{
+	return cnt_value(ctx);
+}
+
+static int
+cnt_bool(void *ctx, int b)
+{
+	(void)b;
+	return cnt_value(ctx);
+}
+
+static int
+cnt_number(void *ctx, const char *s, size_t l)
+{
+	(void)s;
+	(void)l;
+	return cnt_value(ctx);
+}
+
+static int
+cnt_string(void *ctx, const unsigned char *s, size_t l)
+{
+	(void)s;
+	(void)l;
+	return cnt_value(ctx);
+}
+
+static int
+cnt_open(void *ctx)
+{
+	struct countctx *c = ctx;
+
+	cnt_value(ctx);
+	c->depth++;
+	return 1;
+}
+
+static int
+cnt_close(void *ctx)
+{
+	((struct countctx *)ctx)->depth--;
+	return 1;
+}
+
+static int
+cnt_key(void *ctx, const unsigned char *k, size_t l)
+{
+	(void)ctx;
+	(void)k;
+	(void)l;
+	return 1;
+}
+
+static const yajl_callbacks count_callbacks = {
+	cnt_null, cnt_bool, NULL, NULL, cnt_number, cnt_string,
+	cnt_open, cnt_key, cnt_close, cnt_open, cnt_close
+};
+
+long
+json_array_len(const char *p, size_t len)
+{
+	struct countctx c = { 0, 0 };
+	yajl_handle h;
+	yajl_status st;
+
+	if (len == 0 || p[0] != '[')
+		return -1;
+	if ((h = yajl_alloc(&count_callbacks, NULL, &c)) == NULL)
+		return -1;
+	st = yajl_parse(h, (const unsigned char *)p, len);
+	if (st == yajl_status_ok)
+		st = yajl_complete_parse(h);
+	yajl_free(h);
+	return st == yajl_status_ok ? c.n : -1;
+}

@@ -58,6 +58,11 @@ struct json_scan {
  */
 int json_scan(struct json_scan *s, const char *p, size_t len, char *err,
     size_t errlen);
+/*
+ * Number of elements of the JSON array in the len bytes at p (a span that
+ * json_scan validated), or -1 if it is not an array.
+ */
+long json_array_len(const char *p, size_t len);
 /* Index of the member key at depth 1 (parent -1) or inside parent; or -1. */
 int json_find(const struct json_scan *s, int parent, const char *key);
 /* The decoded string of span i (NUL-terminated), or NULL if not a string. */

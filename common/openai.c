@@ -287,7 +287,9 @@ const struct provider provider_openai = {
 	/* Per batch file: PROVIDERS.md §1.3 and §1.10. */
 	.max_requests = 50000,
 	.max_bytes = 200000000LL,
-	.max_inputs = 50000,
+	.max_inputs = 50000,		/* embedding inputs summed over a file */
+	.inputs_endpoint = "/v1/embeddings",
+	.endpoint = "/v1/chat/completions",
 	.limits_src = "PROVIDERS.md §1.3, §1.10",
 	.key_env = "OPENAI_API_KEY",
 	.base_env = "OPENAI_BASE_URL",

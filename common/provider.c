@@ -25,6 +25,7 @@ static const struct provider provider_anthropic = {
 	.max_requests = 100000,
 	.max_bytes = 256000000LL,
 	.limits_src = "PROVIDERS.md §2.2, §2.6",
+	.endpoint = "/v1/messages",
 	.key_env = "ANTHROPIC_API_KEY",
 	.base_env = "ANTHROPIC_BASE_URL",
 	.base_default = "https://api.anthropic.com",

@@ -63,6 +63,8 @@ struct provider {
 	long long	 max_requests;	/* requests per batch file */
 	long long	 max_bytes;	/* bytes per batch file, line endings included */
 	long long	 max_inputs;	/* embedding inputs per file; 0: no such cap */
+	const char	*inputs_endpoint; /* the endpoint max_inputs applies to */
+	const char	*endpoint;	/* default endpoint of an item that names none */
 	const char	*limits_src;	/* the PROVIDERS.md sections the caps come from */
 	const char	*key_env;	/* environment variable holding the key */
 	const char	*base_env;	/* environment variable overriding the base URL */

@@ -3,7 +3,7 @@
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
-plan 57
+plan 61
 
 # pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
 pack() {
@@ -139,6 +139,24 @@ pack "$T/dr" "$C/crlf.jsonl"
 first=$(jqr .file "$T/out")
 qb-pack -d "$T/dr" "$C/crlf.jsonl" >"$T/out2"
 is "$(jqr .file "$T/out2"):$(ls "$T/dr" | wc -l | tr -d ' ')" "$first:1" "re-run gives the same file, no temporary left"
+
+# embeddings: at most 50,000 inputs summed over a file (PROVIDERS.md 1.10)
+python3 -c '
+import json
+for i in range(3):
+    print(json.dumps({"id": "e%d" % i, "endpoint": "/v1/embeddings",
+                      "body": {"model": "e1", "input": ["w%d" % k for k in range(20000)]}}))
+print(json.dumps({"id": "e9", "endpoint": "/v1/embeddings", "body": {"model": "e1", "input": ["x"] * 50001}}))
+' >"$T/emb.jsonl"
+pack "$T/de" "$T/emb.jsonl"
+is "$rc:$(jqr .requests "$T/out" | tr '\n' ' ')" "1:2 1 " "embeddings: files split at 50,000 inputs"
+like "$(cat "$T/err")" "emb.jsonl:4: 50001 embedding inputs exceed the per-file cap" "embeddings: one request over the cap refused"
+
+# -p anthropic: params lines, default endpoint /v1/messages
+printf '{"id":"w1","body":{"model":"m1","max_tokens":8,"messages":[{"role":"user","content":"one"}]}}\r\n' >"$T/a.jsonl"
+pack "$T/da" -p anthropic "$T/a.jsonl"
+is "$rc:$(jqr '[.provider, .endpoint] | @tsv' "$T/out")" "$(printf '0:anthropic\t/v1/messages')" "anthropic: provider and endpoint in the pack record"
+is "$(head -n 1 "$T"/da/*.jsonl)" '{"custom_id":"w1","params":{"model":"m1","max_tokens":8,"messages":[{"role":"user","content":"one"}]}}' "anthropic: custom_id and params"
 
 # real files from ../shared/fixtures: bodies unchanged
 if [ -e "$SHARED/fixtures/openai-batch-input-2024-05.jsonl" ]; then
