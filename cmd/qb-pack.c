@@ -53,6 +53,12 @@ struct opts {
 	int			 strict;
 };
 
+/*
+ * At most this many files are open at once (each has 2 MiB of buffers and
+ * a writer thread); past it, the group idle longest is finished early.
+ */
+#define GROUPS_OPEN_MAX 16
+
 /* One open output file per (endpoint, model). */
 struct group {
 	char		*endpoint;
@@ -63,19 +69,22 @@ struct group {
 	long long	 requests;
 	long long	 bytes;
 	long long	 inputs;	/* embedding inputs, where the provider caps them */
+	unsigned long	 used;		/* packer tick of its last line */
 };
 
 struct packer {
 	struct opts	*o;
 	struct group	**g;		/* each its own allocation: threads hold &g->hw */
 	size_t		 ng;
+	size_t		 nopen;		/* groups with an open file */
+	unsigned long	 tick;
 	struct idmap	 ids;
 	unsigned long	*firstline;	/* line of each id's first use */
 	char		**firstfile;
 	struct json_scan scan;
 	yajl_gen	 gen;		/* batch file lines */
 	yajl_gen	 rec;		/* pack records */
-	unsigned long	 nin, nbad, nfiles;
+	unsigned long	 nin, nbad, nfiles, nblank;
 };
 
 /* Lower-case letters, digits, '.', '-' only: for file names. */
@@ -109,6 +118,7 @@ group_start(struct packer *pk, struct group *g)
 		qb_diesys(QB_EX_IOERR, "%s: cannot create a batch file", pk->o->dir);
 	buf_free(&path);
 	g->open = 1;
+	pk->nopen++;
 	g->requests = g->bytes = g->inputs = 0;
 }
 
@@ -132,6 +142,7 @@ group_finish(struct packer *pk, struct group *g)
 	if (afile_commit(&g->af, path.p) == -1)
 		qb_diesys(QB_EX_IOERR, "%s: cannot write", path.p);
 	g->open = 0;
+	pk->nopen--;
 	pk->nfiles++;
 	jout_open(y);
 	jout_kstr(y, "file", path.p);
@@ -145,8 +156,22 @@ group_finish(struct packer *pk, struct group *g)
 	/* A pack record is handed on as soon as its file is complete. */
 	if (jout_line(y, stdout) == -1 || fflush(stdout) == EOF)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");
-	qb_note(1, "%s: %lld requests, %lld bytes", path.p, g->requests, g->bytes);
+	qb_note(1, "%s: %lld request%s, %lld bytes", path.p, g->requests,
+	    g->requests == 1 ? "" : "s", g->bytes);
 	buf_free(&path);
+}
+
+/* The open group that took a line longest ago. */
+static struct group *
+group_lru(struct packer *pk)
+{
+	struct group *best = NULL;
+	size_t i;
+
+	for (i = 0; i < pk->ng; i++)
+		if (pk->g[i]->open && (best == NULL || pk->g[i]->used < best->used))
+			best = pk->g[i];
+	return best;
 }
 
 static struct group *
@@ -178,6 +203,14 @@ bad(struct packer *pk, struct jsonl_reader *r, const char *fmt, const char *a,
 	return -1;
 }
 
+/* The members qb-pack reads; each must appear once. */
+static const char *const ownkeys[] = {
+	"id", "custom_id", "body", "params", "url", "endpoint", "method"
+};
+
+/* Only the request body's own members matter below the top level. */
+static const char *const bodykeys[] = { "body", "params", NULL };
+
 /* Pack one line; returns 0, or -1 after reporting why it was refused. */
 static int
 pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
@@ -188,13 +221,25 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	char err[256];
 	const char *id, *endpoint, *model, *why, *method;
 	int iid, ibody, iurl, imodel, imethod, isnew;
-	size_t idx, n;
+	size_t idx, n, k;
 	long ninputs;
 	struct group *g;
 	const unsigned char *out;
 
 	if (json_scan(s, line, len, err, sizeof(err)) == -1)
 		return bad(pk, r, "%s", err, NULL);
+	if (s->nspan == JSON_SPANS_MAX) {
+		snprintf(err, sizeof(err), "%d", JSON_SPANS_MAX);
+		return bad(pk, r, "more than %s members in the record and its "
+		    "body; qb-pack reads no more", err, NULL);
+	}
+	/*
+	 * A key given twice is read differently by different parsers (the
+	 * provider may take the last model, we the first): refuse it.
+	 */
+	for (k = 0; k < sizeof(ownkeys) / sizeof(ownkeys[0]); k++)
+		if (json_dupkey(s, -1, ownkeys[k]))
+			return bad(pk, r, "key \"%s\" given twice", ownkeys[k], NULL);
 	if ((iid = json_find(s, -1, "custom_id")) < 0)
 		iid = json_find(s, -1, "id");
 	if (iid < 0)
@@ -222,6 +267,9 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 			    "/v1/chat/completions for id \"%s\"", s->span[iurl].key, id);
 	} else
 		endpoint = pk->o->endpoint;
+	if (json_dupkey(s, ibody, "model"))
+		return bad(pk, r, "key \"model\" given twice in \"%s\"",
+		    s->span[ibody].key, NULL);
 	if ((imodel = json_find(s, ibody, "model")) < 0 ||
 	    (model = json_sval(s, imodel)) == NULL || *model == '\0')
 		return bad(pk, r, "no model string in \"%s\" for id \"%s\"",
@@ -286,8 +334,12 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	    g->bytes + (long long)n + 1 > pk->o->max_bytes ||
 	    g->inputs + ninputs > pv->max_inputs))
 		group_finish(pk, g);
-	if (!g->open)
+	if (!g->open) {
+		if (pk->nopen == GROUPS_OPEN_MAX)
+			group_finish(pk, group_lru(pk));
 		group_start(pk, g);
+	}
+	g->used = ++pk->tick;
 	if (hwrite_put(&g->hw, out, n) == -1 || hwrite_put(&g->hw, "\n", 1) == -1)
 		qb_diesys(QB_EX_IOERR, "%s: write error", g->af.tmp);
 	g->requests++;
@@ -333,7 +385,7 @@ main(int argc, char *argv[])
 	int ch, rc, k, nfile;
 	char **files;
 	char *stdin_only[] = { "-" };
-	char **opened;
+	char **opened, *absdir;
 
 	qb_setprog(argv[0]);
 	memset(&o, 0, sizeof(o));
@@ -382,11 +434,16 @@ main(int argc, char *argv[])
 	if (o.max_bytes == 0 || o.max_bytes > o.prov->max_bytes)
 		o.max_bytes = o.prov->max_bytes;
 	afile_need_dir(o.dir);
+	/* Records name files absolutely: cron runs the next tool elsewhere. */
+	if ((absdir = realpath(o.dir, NULL)) == NULL)
+		qb_diesys(QB_EX_OSERR, "%s", o.dir);
+	o.dir = absdir;
 
 	memset(&pk, 0, sizeof(pk));
 	pk.o = &o;
 	pk.gen = jout_new();
 	pk.rec = jout_new();
+	pk.scan.deep = bodykeys;
 	idmap_init(&pk.ids);
 	files = argc > 0 ? argv : stdin_only;
 	nfile = argc > 0 ? argc : 1;
@@ -400,8 +457,14 @@ main(int argc, char *argv[])
 		}
 		while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
 			if (ch == JSONL_IOERR) {
-				rc = QB_EX_IOERR;
-				break;
+				/*
+				 * A damaged input (a cut gzip stream, a read
+				 * error) must not pass for a short one: what
+				 * was not yet complete is dropped.
+				 */
+				abort_all(&pk);
+				qb_die(QB_EX_IOERR, "%s: input damaged; files not "
+				    "yet complete were removed", r.name);
 			}
 			pk.nin++;
 			if (ch == JSONL_BAD)
@@ -414,6 +477,9 @@ main(int argc, char *argv[])
 				    "(--strict)");
 			}
 		}
+		pk.nblank += r.blank;
+		if (r.blank > 0)
+			qb_note(1, "%s: %lu blank lines skipped", r.name, r.blank);
 		/* Keep the name alive: duplicate reports cite it. */
 		opened[k] = r.name;
 		r.name = NULL;
@@ -435,8 +501,10 @@ main(int argc, char *argv[])
 	buf_free(&pk.scan.strs);
 	yajl_gen_free(pk.gen);
 	yajl_gen_free(pk.rec);
-	qb_note(1, "%lu lines, %lu packed into %lu files, %lu rejected",
-	    pk.nin, pk.nin - pk.nbad, pk.nfiles, pk.nbad);
+	free(absdir);
+	qb_note(1, "%lu lines, %lu packed into %lu file%s, %lu rejected, "
+	    "%lu blank skipped", pk.nin, pk.nin - pk.nbad, pk.nfiles,
+	    pk.nfiles == 1 ? "" : "s", pk.nbad, pk.nblank);
 	qb_close_stdout();
 	if (rc == QB_EX_OK && pk.nbad > 0)
 		rc = QB_EX_PARTIAL;

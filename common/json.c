@@ -52,6 +52,42 @@ json_true(yajl_val obj, const char *key)
 	return YAJL_IS_TRUE(json_get(obj, key));
 }
 
+/* Offset of the first byte of p that does not belong to valid UTF-8, or -1. */
+static long
+utf8_bad(const unsigned char *p, size_t len)
+{
+	size_t i = 0, n, k;
+	unsigned cp;
+
+	while (i < len) {
+		unsigned char c = p[i];
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07;
+		else
+			return (long)i;
+		for (k = 1; k <= n; k++) {
+			if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
+				return (long)i;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		/* Overlong forms, surrogates and values past U+10FFFF. */
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return (long)i;
+		i += n + 1;
+	}
+	return -1;
+}
+
 /* atend: the error came from yajl_complete_parse, after the last byte. */
 static void
 parse_error(yajl_handle h, const char *p, size_t len, int atend, char *err,
@@ -66,6 +102,15 @@ parse_error(yajl_handle h, const char *p, size_t len, int atend, char *err,
 	    msg[n - 1] == ' '))
 		n--;
 	at = yajl_get_bytes_consumed(h);
+	/* yajl stops after the bad sequence; name the byte itself. */
+	if (strstr((char *)msg, "UTF8") != NULL) {
+		long bad = utf8_bad((const unsigned char *)p, len);
+
+		if (bad >= 0) {
+			at = (size_t)bad;
+			atend = 0;
+		}
+	}
 	if (atend || at >= len)
 		snprintf(err, errlen, "%.*s at end of line", (int)n, msg);
 	else
@@ -239,6 +284,15 @@ cb_key(void *ctx, const unsigned char *k, size_t l)
 		parent = c->cont[2];
 	else
 		return 1;
+	if (parent >= 0 && s->deep != NULL) {
+		const char *const *d;
+
+		for (d = s->deep; *d != NULL; d++)
+			if (strcmp(*d, s->span[parent].key) == 0)
+				break;
+		if (*d == NULL)
+			return 1;
+	}
 	if (s->nspan == JSON_SPANS_MAX)
 		return 1;
 	sp = &s->span[s->nspan];
@@ -303,6 +357,59 @@ json_scan(struct json_scan *s, const char *p, size_t len, char *err,
 	}
 	yajl_free(c.h);
 	return rc;
+}
+
+int
+json_dupkey(const struct json_scan *s, int parent, const char *key)
+{
+	int i, n = 0;
+
+	for (i = 0; i < s->nspan; i++)
+		if (s->span[i].parent == parent &&
+		    strcmp(s->span[i].key, key) == 0)
+			n++;
+	return n > 1;
+}
+
+int
+json_depth(const char *p, size_t len)
+{
+	size_t i;
+	int d = 0, max = 0, instr = 0;
+
+	for (i = 0; i < len; i++) {
+		char c = p[i];
+
+		if (instr) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				instr = 0;
+		} else if (c == '"')
+			instr = 1;
+		else if (c == '{' || c == '[') {
+			if (++d > max)
+				max = d;
+		} else if (c == '}' || c == ']')
+			d--;
+	}
+	return max;
+}
+
+yajl_val
+json_tree(const char *text, char *err, size_t errlen)
+{
+	size_t len = strlen(text);
+	yajl_val v;
+
+	if (json_depth(text, len) > JSON_DEPTH_MAX) {
+		snprintf(err, errlen, "nested deeper than %d levels", JSON_DEPTH_MAX);
+		return NULL;
+	}
+	v = yajl_tree_parse(text, NULL, 0);
+	if (v == NULL)
+		json_check(text, len, err, errlen);
+	return v;
 }
 
 int

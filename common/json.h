@@ -22,6 +22,19 @@ int json_int(yajl_val obj, const char *key, long long *out);
 /* 1 if member key is true, 0 if false or absent. */
 int json_true(yajl_val obj, const char *key);
 
+/* Deepest nesting of arrays and objects qb accepts in a record. */
+#define JSON_DEPTH_MAX 512
+
+/*
+ * Parse the NUL-terminated JSON text into a yajl tree, refusing nesting
+ * deeper than JSON_DEPTH_MAX first (yajl frees trees recursively, so a
+ * deep enough line would exhaust the stack). Returns the tree, which the
+ * caller frees with yajl_tree_free, or NULL with a one-line reason in err.
+ */
+yajl_val json_tree(const char *text, char *err, size_t errlen);
+/* Deepest nesting of the len bytes at p (strings skipped), for JSON text. */
+int json_depth(const char *p, size_t len);
+
 /*
  * Check that the len bytes at p are one valid JSON text (UTF-8 checked).
  * Returns 0 if so; otherwise -1 with a one-line reason such as
@@ -48,6 +61,8 @@ struct json_scan {
 	struct json_span span[JSON_SPANS_MAX];
 	int		nspan;		/* members past JSON_SPANS_MAX are not recorded */
 	struct buf	strs;		/* decoded string values; owned, reused */
+	const char *const *deep;	/* if set, NULL-terminated depth-1 keys whose
+					   members alone are recorded at depth 2 */
 };
 
 /*
@@ -65,6 +80,8 @@ int json_scan(struct json_scan *s, const char *p, size_t len, char *err,
 long json_array_len(const char *p, size_t len);
 /* Index of the member key at depth 1 (parent -1) or inside parent; or -1. */
 int json_find(const struct json_scan *s, int parent, const char *key);
+/* 1 if the member key appears more than once there, else 0. */
+int json_dupkey(const struct json_scan *s, int parent, const char *key);
 /* The decoded string of span i (NUL-terminated), or NULL if not a string. */
 const char *json_sval(const struct json_scan *s, int i);
 

@@ -93,8 +93,19 @@ fill(struct jsonl_reader *r)
 			qb_warn("%s: read error: %s", r->name, s);
 		return -1;
 	}
-	if (n == 0)
+	if (n == 0) {
+		/*
+		 * zlib reports a gzip stream cut short only here, at the end:
+		 * the input is damaged, not finished.
+		 */
+		const char *s = gzerror(r->gz, &errnum);
+
+		if (errnum != Z_OK && errnum != Z_STREAM_END) {
+			qb_warn("%s: read error: %s", r->name, s);
+			return -1;
+		}
 		r->eof = 1;
+	}
 	r->end += (size_t)n;
 	return n;
 }
@@ -174,10 +185,12 @@ jsonl_tree(struct jsonl_reader *r, const char *line, size_t len)
 	char err[256];
 	yajl_val v;
 
-	v = yajl_tree_parse(line, NULL, 0);
-	if (v == NULL || strlen(line) != len) {
-		yajl_tree_free(v);
+	if (strlen(line) != len) {
 		json_check(line, len, err, sizeof(err));
+		qb_lwarn(r->name, r->lineno, "%s", err);
+		return NULL;
+	}
+	if ((v = json_tree(line, err, sizeof(err))) == NULL) {
 		qb_lwarn(r->name, r->lineno, "%s", err);
 		return NULL;
 	}

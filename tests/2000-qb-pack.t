@@ -3,7 +3,7 @@
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
-plan 61
+plan 71
 
 # pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
 pack() {
@@ -157,6 +157,49 @@ printf '{"id":"w1","body":{"model":"m1","max_tokens":8,"messages":[{"role":"user
 pack "$T/da" -p anthropic "$T/a.jsonl"
 is "$rc:$(jqr '[.provider, .endpoint] | @tsv' "$T/out")" "$(printf '0:anthropic\t/v1/messages')" "anthropic: provider and endpoint in the pack record"
 is "$(head -n 1 "$T"/da/*.jsonl)" '{"custom_id":"w1","params":{"model":"m1","max_tokens":8,"messages":[{"role":"user","content":"one"}]}}' "anthropic: custom_id and params"
+
+# a key given twice is refused: parsers disagree on which one counts
+printf '%s\n' '{"id":"k1","body":{"model":"m1","model":"m2"}}' '{"id":"k2","id":"k3","body":{"model":"m1"}}' \
+	'{"id":"k4","body":{"model":"m1"}}' >"$T/dupkey.jsonl"
+pack "$T/dk" "$T/dupkey.jsonl"
+is "$rc:$(ids "$T/dk")" "1:k4 " "duplicate keys: only the clean line packs"
+like "$(cat "$T/err")" 'dupkey.jsonl:1: key "model" given twice in "body"' "duplicate model named"
+like "$(cat "$T/err")" 'dupkey.jsonl:2: key "id" given twice' "duplicate id key named"
+
+# many members in meta are no reason to refuse an item
+python3 -c '
+import json
+print(json.dumps({"meta": {"k%d" % i: i for i in range(100)}, "id": "m1", "body": {"model": "m1"}}))' >"$T/meta.jsonl"
+pack "$T/dm" "$T/meta.jsonl"
+is "$rc:$(ids "$T/dm")" "0:m1 " "an item with 100 meta keys packs"
+
+# nesting deep enough to exhaust a recursive parser's stack is refused
+python3 -c 'n = 200000; print("{\"id\":\"d1\",\"body\":{\"model\":\"m1\",\"x\":" + "[" * n + "]" * n + "}}")' >"$T/deep.jsonl"
+pack "$T/dd" "$T/deep.jsonl"
+is "$rc" 0 "deep nesting: no crash (bodies are scanned, not built as trees)"
+
+# a damaged gzip stream is an I/O error, not a short input
+python3 -c '
+import json
+for i in range(20000):
+    print(json.dumps({"id": "z%d" % i, "body": {"model": "m1", "n": i * 7919}}))' | gzip >"$T/many.gz"
+head -c 30000 "$T/many.gz" >"$T/cut.gz"
+pack "$T/dz" "$T/cut.gz"
+is "$rc:$(wc -c <"$T/out" | tr -d ' '):$(ls "$T/dz" | wc -l | tr -d ' ')" "74:0:0" "cut gzip: exit 74, no file, no record"
+like "$(cat "$T/err")" "cut.gz: read error" "cut gzip: reported"
+
+# more (endpoint, model) groups than files kept open: all packed, none lost
+python3 -c '
+import json
+for i in range(60):
+    print(json.dumps({"id": "g%d" % i, "body": {"model": "m%d" % (i % 30)}}))' >"$T/groups.jsonl"
+pack "$T/dg" "$T/groups.jsonl"
+is "$rc:$(cat "$T"/dg/*.jsonl | wc -l | tr -d ' '):$(jq -s 'map(.requests) | add' "$T/out")" "0:60:60" "30 models: every item in exactly one file"
+
+# records name files absolutely; -v counts blank lines
+(cd "$T" && mkdir -p rel && qb-pack -v -d rel "$C/blank-lines.jsonl" >"$T/out" 2>"$T/err")
+like "$(jqr .file "$T/out")" "$T/rel/openai." "pack record names the file absolutely"
+like "$(cat "$T/err")" "blank-lines.jsonl: 3 blank lines skipped" "-v counts skipped blank lines"
 
 # real files from ../shared/fixtures: bodies unchanged
 if [ -e "$SHARED/fixtures/openai-batch-input-2024-05.jsonl" ]; then

@@ -88,7 +88,7 @@ qb-reconcile: $C/malformed-middle.jsonl:2: parse error: premature EOF at end of 
 qb-reconcile: $C/non-object.jsonl:1: not a JSON object
 qb-reconcile: $C/non-object.jsonl:2: not a JSON object
 qb-reconcile: $C/non-object.jsonl:3: not a JSON object
-qb-reconcile: $C/invalid-utf8.jsonl:2: lexical error: invalid bytes in UTF8 string at byte 128
+qb-reconcile: $C/invalid-utf8.jsonl:2: lexical error: invalid bytes in UTF8 string at byte 126
 qb-reconcile: 11 requests: 11 done, 0 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 11 out 11
 EOF
 check_same "$T/err" "$T/want.err" "cases 5-10: each bad line named with its line; blank lines silent"

@@ -176,13 +176,33 @@ test_scan(void)
 	TAP_OK(json_scan(&s, "null", 4, err, sizeof(err)) == -1 &&
 	    strcmp(err, "not a JSON object") == 0, "null is not an object");
 	TAP_OK(json_scan(&s, "{\"a\":\"caf\xc3(\"}", 12, err, sizeof(err)) == -1 &&
-	    strstr(err, "UTF8") != NULL && strstr(err, "at byte") != NULL,
-	    "invalid UTF-8 rejected with a byte offset");
+	    strstr(err, "UTF8") != NULL && strstr(err, "at byte 10") != NULL,
+	    "invalid UTF-8 rejected at the offending byte");
 	printf("# %s\n", err);
 	TAP_OK(json_scan(&s, "{\"a\":[", 6, err, sizeof(err)) == -1 &&
 	    strstr(err, "at end of line") != NULL, "truncated line");
 	TAP_OK(json_scan(&s, "{\"a\":1} x", 9, err, sizeof(err)) == -1,
 	    "trailing garbage rejected");
+	TAP_OK(json_depth("{\"a\":[[{\"b\":\"[[[[\"}]]]}", 24) == 4,
+	    "nesting depth, brackets in strings ignored");
+	{
+		char deep[2 * JSON_DEPTH_MAX + 10];
+		yajl_val v;
+
+		memset(deep, '[', JSON_DEPTH_MAX + 1);
+		memset(deep + JSON_DEPTH_MAX + 1, ']', JSON_DEPTH_MAX + 1);
+		deep[2 * JSON_DEPTH_MAX + 2] = '\0';
+		v = json_tree(deep, err, sizeof(err));
+		TAP_OK(v == NULL && strstr(err, "nested deeper") != NULL,
+		    "json_tree refuses nesting past the cap");
+		deep[0] = ' ';
+		deep[2 * JSON_DEPTH_MAX + 1] = ' ';
+		v = json_tree(deep, err, sizeof(err));
+		TAP_OK(v != NULL, "json_tree takes nesting at the cap");
+		yajl_tree_free(v);
+	}
+	TAP_OK(json_array_len("[1,[2,3],{\"a\":[4]},\"x\"]", 23) == 4 &&
+	    json_array_len("{}", 2) == -1, "array length counts top elements");
 	buf_free(&s.strs);
 }
 
