@@ -8,23 +8,20 @@
  * Writes outcome records: "id", "outcome", the result members, "cost_usd",
  * and the item's own members (meta, queue, receipt, receives ...); a retry
  * also gets "endpoint" and "body" ("params" too for Anthropic lines),
- * copied as bytes. Requests are indexed as id -> (file, offset, length)
- * and re-read when an outcome needs them: memory does not grow with the
- * request bodies, and nothing is kept per result but a state byte.
+ * copied as bytes. The requests are indexed by reqindex.h and re-read
+ * when an outcome needs them: memory does not grow with the request
+ * bodies, and nothing is kept per result but a state byte.
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
 #include "exits.h"
 #include "idmap.h"
 #include "jout.h"
@@ -32,6 +29,7 @@
 #include "jsonl.h"
 #include "msg.h"
 #include "opt.h"
+#include "reqindex.h"
 #include "result.h"
 #include "xmem.h"
 
@@ -53,26 +51,6 @@ struct opts {
 	int		  strict, unbuffered;
 };
 
-#define R_ANTHROPIC	1	/* an Anthropic line: "params", no "body" */
-#define R_EXTRA		2	/* members a done or dead outcome carries */
-
-/* One request. state: 0 until its outcome is written, then 1 + outcome. */
-struct req {
-	uint64_t	off;		/* of its line in the file (or spool) */
-	uint32_t	len, line;
-	uint32_t	job;		/* 1 + the last job naming its file, or 0 */
-	uint16_t	file, model;	/* model: 1 + index in models, or 0 */
-	uint8_t		state, flags;
-};
-
-struct rfile {
-	char	*name;
-	FILE	*spool;		/* the unlinked copy of a .gz or piped input */
-	int	 fd;		/* where its lines are re-read */
-	dev_t	 dev;
-	ino_t	 ino;
-};
-
 /* A job record; miss is the status of its requests that got no result. */
 struct job {
 	char			*batch_id;
@@ -88,19 +66,16 @@ struct price {
 
 struct rec {
 	struct opts		*o;
-	struct idmap		 ids;
-	struct req		*req;
-	struct rfile		*files;
-	size_t			 nfiles;
+	/* req.tag: 1 + the last job naming its file, or 0; req.state: 0
+	 * until its outcome is written, then 1 + outcome. */
+	struct reqindex		 ri;
 	struct job		*jobs;
 	size_t			 njobs;
-	struct idmap		 models;
 	int			*mprice;	/* price of each model; -2 not looked up */
+	size_t			 nmprice;
 	struct price		*prices;
 	size_t			 nprices;
-	struct json_scan	 scan;		/* request lines */
 	struct result_parser	 rp;
-	struct buf		 rl;		/* a request line read again */
 	yajl_gen		 g;
 	unsigned long		 nout[3], npending, nunknown, ndup, nbad;
 	unsigned long long	 tin, tout;
@@ -130,341 +105,6 @@ reject(struct rec *rc)
 	rc->nbad++;
 	if (rc->o->strict)
 		qb_die(QB_EX_DATAERR, "stopped at the first rejected line (--strict)");
-}
-
-static const char *
-tmpdir(void)
-{
-	const char *t = getenv("TMPDIR");
-
-	return t != NULL && *t != '\0' ? t : "/tmp";
-}
-
-/* What the index needs from a request line. */
-struct facts {
-	const char	*id;
-	size_t		 idlen;
-	const char	*model;
-	int		 flags, body;
-};
-
-/* Did json_scan record every member at depth 1 under its own key? */
-static int
-scan_whole(const struct json_scan *s)
-{
-	int i;
-
-	if (s->nspan == JSON_SPANS_MAX)
-		return 0;
-	for (i = 0; i < s->nspan; i++)
-		if (s->span[i].key[0] == '\x01')
-			return 0;
-	return 1;
-}
-
-/*
- * The facts of a request line. json_scan records at most JSON_SPANS_MAX
- * members at depths 1 and 2 and no key over 71 bytes; a line beyond that
- * is read as a yajl tree instead, returned in *tree for the caller to free.
- */
-static void
-facts(const struct json_scan *s, const char *line, struct facts *f,
-    yajl_val *tree)
-{
-	yajl_val v, id, body;
-	size_t i;
-	int iid, ib;
-
-	memset(f, 0, sizeof(*f));
-	*tree = NULL;
-	if (scan_whole(s)) {
-		if ((iid = json_find(s, -1, "custom_id")) < 0)
-			iid = json_find(s, -1, "id");
-		f->id = json_sval(s, iid);
-		f->idlen = f->id ? s->span[iid].slen : 0;
-		if ((ib = json_find(s, -1, "body")) < 0 &&
-		    (ib = json_find(s, -1, "params")) >= 0)
-			f->flags |= R_ANTHROPIC;
-		f->body = ib >= 0;
-		if (ib >= 0)
-			f->model = json_sval(s, json_find(s, ib, "model"));
-		for (i = 0; i < (size_t)s->nspan; i++)
-			if (s->span[i].depth == 1 && !inlist(s->span[i].key, ownkeys))
-				f->flags |= R_EXTRA;
-		return;
-	}
-	if ((*tree = v = yajl_tree_parse(line, NULL, 0)) == NULL)
-		return;
-	if ((id = json_get(v, "custom_id")) == NULL)
-		id = json_get(v, "id");
-	f->id = YAJL_IS_STRING(id) ? id->u.string : NULL;
-	f->idlen = f->id ? strlen(f->id) : 0;
-	if ((body = json_get(v, "body")) == NULL &&
-	    (body = json_get(v, "params")) != NULL)
-		f->flags |= R_ANTHROPIC;
-	f->body = body != NULL;
-	f->model = json_str(body, "model");
-	for (i = 0; i < v->u.object.len; i++)
-		if (!inlist(v->u.object.keys[i], ownkeys))
-			f->flags |= R_EXTRA;
-}
-
-static int
-model_index(struct rec *rc, const char *model)
-{
-	size_t i;
-	int isnew;
-
-	if (model == NULL || rc->models.n >= UINT16_MAX - 1)
-		return 0;
-	i = idmap_put(&rc->models, model, strlen(model), &isnew);
-	if (isnew) {
-		rc->mprice = xreallocarray(rc->mprice, i + 1, sizeof(*rc->mprice));
-		rc->mprice[i] = -2;
-	}
-	return (int)i + 1;
-}
-
-/*
- * Index one request line of file f at offset off. job is 1 + the job whose
- * file this is, or 0 for a -r file: an id already known from another file
- * is then no duplicate, only claimed by that job. Returns 1 if the line is
- * now in the index (a spool must keep it), 0 if not.
- */
-static int
-index_line(struct rec *rc, struct jsonl_reader *r, const char *line,
-    size_t len, size_t f, uint64_t off, uint32_t job)
-{
-	struct facts ft;
-	yajl_val tree = NULL;
-	struct req *q;
-	char err[256];
-	int isnew, rv = 0;
-	size_t idx;
-
-	if (json_scan(&rc->scan, line, len, err, sizeof(err)) == -1) {
-		qb_lwarn(r->name, r->lineno, "%s", err);
-		reject(rc);
-		return 0;
-	}
-	facts(&rc->scan, line, &ft, &tree);
-	if (ft.id == NULL || ft.idlen == 0 || memchr(ft.id, '\0', ft.idlen)) {
-		qb_lwarn(r->name, r->lineno, "no string \"custom_id\" or \"id\"");
-		reject(rc);
-	} else if (!ft.body) {
-		qb_lwarn(r->name, r->lineno, "no \"body\" or \"params\" for id \"%s\"",
-		    ft.id);
-		reject(rc);
-	} else if (idx = idmap_put(&rc->ids, ft.id, ft.idlen, &isnew), !isnew) {
-		q = &rc->req[idx];
-		if (job != 0 && q->file != f)
-			q->job = job;
-		else {
-			qb_lwarn(r->name, r->lineno, "duplicate id \"%s\" (first at "
-			    "%s:%lu)", ft.id, rc->files[q->file].name,
-			    (unsigned long)q->line);
-			reject(rc);
-		}
-	} else {
-		if ((idx & (idx - 1)) == 0)
-			rc->req = xreallocarray(rc->req, idx ? idx * 2 : 1,
-			    sizeof(*rc->req));
-		q = &rc->req[idx];
-		memset(q, 0, sizeof(*q));
-		q->off = off;
-		q->len = (uint32_t)len;
-		q->line = (uint32_t)r->lineno;
-		q->job = job;
-		q->file = (uint16_t)f;
-		q->flags = (uint8_t)ft.flags;
-		q->model = (uint16_t)model_index(rc, ft.model);
-		rv = 1;
-	}
-	yajl_tree_free(tree);
-	return rv;
-}
-
-/*
- * Index the request file path ("-" for stdin) as file number nfiles.
- * A plain regular file is re-read in place; gzip or piped input is first
- * copied, line by line as it is indexed, to an unlinked temporary file.
- * Returns 0, or -1 with errno set when path cannot be opened.
- */
-static int
-index_file(struct rec *rc, const char *path, uint32_t job)
-{
-	struct jsonl_reader r;
-	struct rfile *rf;
-	struct stat st;
-	struct buf tpath = BUF_INIT;
-	unsigned char magic[2];
-	char *line;
-	size_t len, f = rc->nfiles;
-	uint64_t soff = 0;
-	int fd = -1, ch;
-
-	if (f >= UINT16_MAX)
-		qb_die(QB_EX_SOFTWARE, "%s: more than %d request files", path,
-		    UINT16_MAX - 1);
-	if (jsonl_open(&r, path) == -1)
-		return -1;
-	rc->files = xreallocarray(rc->files, f + 1, sizeof(*rc->files));
-	rf = &rc->files[f];
-	memset(rf, 0, sizeof(*rf));
-	rf->name = xstrdup(r.name);
-	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) != -1 &&
-	    fstat(fd, &st) == 0) {
-		rf->dev = st.st_dev;
-		rf->ino = st.st_ino;
-		if (!S_ISREG(st.st_mode) || (pread(fd, magic, 2, 0) == 2 &&
-		    magic[0] == 0x1f && magic[1] == 0x8b)) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	if (fd == -1) {
-		buf_printf(&tpath, "%s/qb-reconcile.XXXXXX", tmpdir());
-		if ((fd = mkstemp(tpath.p)) == -1 ||
-		    (rf->spool = fdopen(fd, "w+")) == NULL)
-			qb_diesys(QB_EX_OSERR, "%s: cannot create a temporary file",
-			    tpath.p);
-		unlink(tpath.p);
-		buf_free(&tpath);
-	}
-	rf->fd = fd;
-	rc->nfiles++;
-	while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
-		if (ch == JSONL_IOERR)
-			qb_die(QB_EX_IOERR, "%s: cannot index the requests", r.name);
-		if (ch == JSONL_BAD) {
-			reject(rc);
-			continue;
-		}
-		if (!index_line(rc, &r, line, len, f, rf->spool ? soff : r.off, job) ||
-		    rf->spool == NULL)
-			continue;
-		if (fwrite(line, 1, len, rf->spool) != len ||
-		    putc('\n', rf->spool) == EOF)
-			qb_diesys(QB_EX_IOERR, "%s: cannot write a temporary copy",
-			    r.name);
-		soff += len + 1;
-	}
-	if (rf->spool != NULL && fflush(rf->spool) == EOF)
-		qb_diesys(QB_EX_IOERR, "%s: cannot write a temporary copy", r.name);
-	qb_note(1, "%s: %lu lines read, %zu requests known", r.name, r.lineno,
-	    rc->ids.n);
-	jsonl_close(&r);
-	return 0;
-}
-
-/* Read request q's line again into rc->rl. */
-static const char *
-reread(struct rec *rc, const struct req *q)
-{
-	const struct rfile *rf = &rc->files[q->file];
-	size_t got = 0;
-	ssize_t n;
-
-	buf_reset(&rc->rl);
-	buf_grow(&rc->rl, q->len);
-	while (got < q->len) {
-		n = pread(rf->fd, rc->rl.p + got, q->len - got,
-		    (off_t)(q->off + got));
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			qb_diesys(QB_EX_IOERR, "%s:%lu: cannot read the request "
-			    "again", rf->name, (unsigned long)q->line);
-		}
-		got += (size_t)n;
-	}
-	rc->rl.p[q->len] = '\0';
-	return rc->rl.p;
-}
-
-/*
- * The request's own members, after the result's: every member but the
- * id, the wire format and the body (ownkeys); for a retry, the endpoint
- * ("url" of an OpenAI line, /v1/messages for an Anthropic one) and the
- * body as well, so that the outcome is an item again. Values are copied
- * as bytes, except from lines json_scan cannot record whole (facts()).
- */
-static void
-emit_request(struct rec *rc, const struct req *q, const char *id, int retry)
-{
-	struct json_scan *s = &rc->scan;
-	yajl_gen g = rc->g;
-	const char *line = reread(rc, q), *key;
-	char err[256];
-	yajl_val v, body = NULL, url = NULL;
-	size_t i;
-	int ib = -1, iurl = -1, haveep = 0;
-
-	if (json_scan(s, line, q->len, err, sizeof(err)) == -1)
-		qb_die(QB_EX_IOERR, "%s:%lu: the request changed since it was "
-		    "read: %s", rc->files[q->file].name, (unsigned long)q->line, err);
-	if (scan_whole(s)) {
-		if ((ib = json_find(s, -1, "custom_id")) < 0)
-			ib = json_find(s, -1, "id");
-		if ((key = json_sval(s, ib)) == NULL || strcmp(key, id) != 0)
-			qb_die(QB_EX_IOERR, "%s:%lu: the request changed since it "
-			    "was read", rc->files[q->file].name, (unsigned long)q->line);
-		ib = -1;
-		for (i = 0; i < (size_t)s->nspan; i++) {
-			if (s->span[i].depth != 1)
-				continue;
-			key = s->span[i].key;
-			if (strcmp(key, "body") == 0 ||
-			    (ib < 0 && strcmp(key, "params") == 0))
-				ib = (int)i;
-			else if (strcmp(key, "url") == 0)
-				iurl = (int)i;
-			if (inlist(key, ownkeys))
-				continue;
-			haveep |= strcmp(key, "endpoint") == 0;
-			jout_key(g, key);
-			jout_raw(g, line + s->span[i].off, s->span[i].len);
-		}
-		if (!retry || ib < 0)
-			return;
-		if (!haveep && iurl >= 0) {
-			jout_key(g, "endpoint");
-			jout_raw(g, line + s->span[iurl].off, s->span[iurl].len);
-		} else if (!haveep && (q->flags & R_ANTHROPIC))
-			jout_kstr(g, "endpoint", "/v1/messages");
-		jout_key(g, "body");
-		jout_raw(g, line + s->span[ib].off, s->span[ib].len);
-		if (q->flags & R_ANTHROPIC) {
-			jout_key(g, "params");
-			jout_raw(g, line + s->span[ib].off, s->span[ib].len);
-		}
-		return;
-	}
-	if ((v = yajl_tree_parse(line, NULL, 0)) == NULL)
-		qb_die(QB_EX_IOERR, "%s:%lu: the request changed since it was "
-		    "read", rc->files[q->file].name, (unsigned long)q->line);
-	for (i = 0; i < v->u.object.len; i++) {
-		key = v->u.object.keys[i];
-		if (strcmp(key, "body") == 0 ||
-		    (body == NULL && strcmp(key, "params") == 0))
-			body = v->u.object.values[i];
-		else if (strcmp(key, "url") == 0)
-			url = v->u.object.values[i];
-		if (inlist(key, ownkeys))
-			continue;
-		haveep |= strcmp(key, "endpoint") == 0;
-		jout_kval(g, key, v->u.object.values[i]);
-	}
-	if (retry && body != NULL) {
-		if (!haveep && url != NULL)
-			jout_kval(g, "endpoint", url);
-		else if (!haveep && (q->flags & R_ANTHROPIC))
-			jout_kstr(g, "endpoint", "/v1/messages");
-		jout_kval(g, "body", body);
-		if (q->flags & R_ANTHROPIC)
-			jout_kval(g, "params", body);
-	}
-	yajl_tree_free(v);
 }
 
 /* Index of the price for model: exact, else the longest priced name that
@@ -500,10 +140,16 @@ cost(struct rec *rc, const struct req *q, const struct result *r)
 
 	if (rc->nprices == 0 || r->in_tok < 0)
 		return -1;
+	/* Models are added as files are indexed, between outcomes. */
+	for (; rc->nmprice < rc->ri.models.n; rc->nmprice++) {
+		rc->mprice = xreallocarray(rc->mprice, rc->nmprice + 1,
+		    sizeof(*rc->mprice));
+		rc->mprice[rc->nmprice] = -2;
+	}
 	if (q != NULL && q->model > 0) {
 		if (rc->mprice[q->model - 1] == -2)
 			rc->mprice[q->model - 1] = price_find(rc,
-			    idmap_key(&rc->models, q->model - 1));
+			    idmap_key(&rc->ri.models, q->model - 1));
 		p = rc->mprice[q->model - 1];
 	}
 	if (p < 0 && (p = price_find(rc, r->model)) < 0)
@@ -516,9 +162,9 @@ cost(struct rec *rc, const struct req *q, const struct result *r)
 static void
 emit(struct rec *rc, size_t idx, const struct result *r, const char *batch_id)
 {
-	struct req *q = &rc->req[idx];
+	struct req *q = &rc->ri.req[idx];
 	yajl_gen g = rc->g;
-	const char *id = idmap_key(&rc->ids, idx);
+	const char *id = idmap_key(&rc->ri.ids, idx);
 	char num[64];
 	double c;
 
@@ -539,8 +185,7 @@ emit(struct rec *rc, size_t idx, const struct result *r, const char *batch_id)
 		rc->tin += (unsigned long long)r->in_tok;
 		rc->tout += (unsigned long long)r->out_tok;
 	}
-	if (r->outcome == OUTCOME_RETRY || (q->flags & R_EXTRA))
-		emit_request(rc, q, id, r->outcome == OUTCOME_RETRY);
+	reqindex_emit(&rc->ri, idx, g, r->outcome == OUTCOME_RETRY);
 	jout_close(g);
 	if (jout_line(g, stdout) == -1 ||
 	    (rc->o->unbuffered && fflush(stdout) == EOF))
@@ -552,7 +197,7 @@ static void
 take_result(struct rec *rc, const struct jsonl_reader *r,
     const struct result *res, uint32_t job)
 {
-	size_t idx = idmap_get(&rc->ids, res->id, res->idlen);
+	size_t idx = idmap_get(&rc->ri.ids, res->id, res->idlen);
 	const struct req *q;
 
 	if (idx == (size_t)-1) {
@@ -561,7 +206,7 @@ take_result(struct rec *rc, const struct jsonl_reader *r,
 		reject(rc);
 		return;
 	}
-	q = &rc->req[idx];
+	q = &rc->ri.req[idx];
 	if (q->state != 0) {
 		qb_lwarn(r->name, r->lineno, "duplicate result for id \"%s\"; "
 		    "the first one (%s) stands", res->id,
@@ -660,7 +305,6 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 	yajl_val v = yajl_tree_parse(line, NULL, 0), res, ended;
 	const char *file, *status;
 	struct job *j;
-	struct stat st;
 	size_t i, f;
 	uint32_t jn;
 
@@ -690,17 +334,11 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 	qb_note(1, "job %s: %s, %s", j->batch_id, status ? status : "no status",
 	    j->ended ? "ended" : "not ended");
 	if (file != NULL) {
-		f = rc->nfiles;
-		if (stat(file, &st) == 0)
-			for (f = 0; f < rc->nfiles; f++)
-				if (rc->files[f].ino == st.st_ino &&
-				    rc->files[f].dev == st.st_dev)
-					break;
-		if (f < rc->nfiles) {
-			for (i = 0; i < rc->ids.n; i++)
-				if (rc->req[i].file == f)
-					rc->req[i].job = jn;
-		} else if (index_file(rc, file, jn) == -1) {
+		if ((f = reqindex_same(&rc->ri, file)) != (size_t)-1) {
+			for (i = 0; i < rc->ri.ids.n; i++)
+				if (rc->ri.req[i].file == f)
+					rc->ri.req[i].tag = jn;
+		} else if (reqindex_file(&rc->ri, file, jn) == -1) {
 			qb_lwarn(r->name, r->lineno, "job %s: %s: %s", j->batch_id,
 			    file, strerror(errno));
 			rc->jobs[jn - 1].unread = rc->unread = 1;
@@ -757,10 +395,10 @@ finish(struct rec *rc)
 	const struct job *j;
 	size_t i;
 
-	for (i = 0; i < rc->ids.n; i++) {
-		if (rc->req[i].state != 0)
+	for (i = 0; i < rc->ri.ids.n; i++) {
+		if (rc->ri.req[i].state != 0)
 			continue;
-		j = rc->req[i].job ? &rc->jobs[rc->req[i].job - 1] : NULL;
+		j = rc->ri.req[i].tag ? &rc->jobs[rc->ri.req[i].tag - 1] : NULL;
 		if (j != NULL && (!j->ended || j->unread)) {
 			rc->npending++;
 			continue;
@@ -834,7 +472,7 @@ summary(const struct rec *rc)
 			c[--n] = '\0';
 	}
 	qb_warn("%zu requests: %lu done, %lu retry, %lu dead, %lu pending; "
-	    "%lu unknown, %lu duplicate; tokens in %llu out %llu%s", rc->ids.n,
+	    "%lu unknown, %lu duplicate; tokens in %llu out %llu%s", rc->ri.ids.n,
 	    rc->nout[OUTCOME_DONE], rc->nout[OUTCOME_RETRY],
 	    rc->nout[OUTCOME_DEAD], rc->npending, rc->nunknown, rc->ndup,
 	    rc->tin, rc->tout, c);
@@ -846,13 +484,6 @@ rec_free(struct rec *rc)
 {
 	size_t i;
 
-	for (i = 0; i < rc->nfiles; i++) {
-		if (rc->files[i].spool != NULL)
-			fclose(rc->files[i].spool);
-		else
-			close(rc->files[i].fd);
-		free(rc->files[i].name);
-	}
 	for (i = 0; i < rc->njobs; i++) {
 		free(rc->jobs[i].batch_id);
 		free(rc->jobs[i].ecode);
@@ -860,16 +491,11 @@ rec_free(struct rec *rc)
 	}
 	for (i = 0; i < rc->nprices; i++)
 		free(rc->prices[i].model);
-	free(rc->files);
 	free(rc->jobs);
 	free(rc->prices);
-	free(rc->req);
 	free(rc->mprice);
 	free(rc->o->req);
-	idmap_free(&rc->ids);
-	idmap_free(&rc->models);
-	buf_free(&rc->scan.strs);
-	buf_free(&rc->rl);
+	reqindex_free(&rc->ri);
 	result_parser_free(&rc->rp);
 	yajl_gen_free(rc->g);
 }
@@ -937,13 +563,12 @@ main(int argc, char *argv[])
 	memset(&rc, 0, sizeof(rc));
 	rc.o = &o;
 	rc.g = jout_new();
-	idmap_init(&rc.ids);
-	idmap_init(&rc.models);
+	reqindex_init(&rc.ri, ownkeys, o.strict);
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	if (o.prices != NULL)
 		load_prices(&rc, o.prices);
 	for (k = 0; k < o.nreq; k++)
-		if (index_file(&rc, o.req[k], 0) == -1)
+		if (reqindex_file(&rc.ri, o.req[k], 0) == -1)
 			qb_diesys(QB_EX_NOINPUT, "%s", o.req[k]);
 	for (k = 0; k < nfile; k++) {
 		if (jsonl_open(&r, files[k]) == -1) {
@@ -970,7 +595,7 @@ main(int argc, char *argv[])
 		k = QB_EX_IOERR;
 	else if (noinput)
 		k = QB_EX_NOINPUT;
-	else if (rc.nbad > 0 || rc.unread || rc.nout[OUTCOME_RETRY] > 0 ||
+	else if (rc.nbad > 0 || rc.ri.nbad > 0 || rc.unread || rc.nout[OUTCOME_RETRY] > 0 ||
 	    rc.nout[OUTCOME_DEAD] > 0)
 		k = QB_EX_PARTIAL;
 	else

@@ -128,7 +128,7 @@ qb-reconcile: $B:9: a request, not a result (requests go with -r)
 qb-reconcile: $B:10: neither a result nor a job record
 qb-reconcile: $B:11: result for unknown id "c9"
 qb-reconcile: $B:13: duplicate result for id "c2"; the first one (done) stands
-qb-reconcile: $B:14: lexical error: invalid bytes in UTF8 string at byte 70
+qb-reconcile: $B:14: lexical error: invalid bytes in UTF8 string at byte 68
 qb-reconcile: 3 requests: 2 done, 1 retry, 0 dead, 0 pending; 1 unknown, 1 duplicate; tokens in 6 out 3
 EOF
 check_same "$T/err" "$T/want.err" "bad result lines: each named with FILE:LINE and its reason"
