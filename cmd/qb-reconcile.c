@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -77,7 +78,7 @@ struct rec {
 	size_t			 nprices;
 	struct result_parser	 rp;
 	yajl_gen		 g;
-	unsigned long		 nout[3], npending, nunknown, ndup, nbad;
+	unsigned long		 nout[3], npending, nunclaimed, nunknown, ndup, nbad;
 	unsigned long long	 tin, tout;
 	double			 cost;
 	int			 ioerr, unread;
@@ -122,8 +123,10 @@ price_find(const struct rec *rc, const char *model)
 			return (int)i;
 	for (i = 0; i < rc->nprices; i++) {
 		n = strlen(rc->prices[i].model);
+		/* A dated snapshot (gpt-4o-2024-08-06) has its model's
+		 * price; another model (gpt-4o-mini) does not. */
 		if (n > best && strncmp(rc->prices[i].model, model, n) == 0 &&
-		    model[n] == '-') {
+		    model[n] == '-' && model[n + 1] >= '0' && model[n + 1] <= '9') {
 			best = n;
 			at = (int)i;
 		}
@@ -297,17 +300,33 @@ job_reason(struct job *j, yajl_val v, const char *status)
  * files are read. "ended" false (or absent with a status that can still
  * change) leaves the requests without results pending.
  */
+/* Status words compare without case: Azure answers "Completed" (PROVIDERS.md §3). */
+static int
+inlist_nocase(const char *s, const char *const *list)
+{
+	for (; *list != NULL; list++)
+		if (strcasecmp(s, *list) == 0)
+			return 1;
+	return 0;
+}
+
 static void
 take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 {
 	static const char *const final[] = { "completed", "failed", "expired",
 	    "cancelled", "canceled", "ended", NULL };
-	yajl_val v = yajl_tree_parse(line, NULL, 0), res, ended;
+	char err[256];
+	yajl_val v = json_tree(line, err, sizeof(err)), res, ended;
 	const char *file, *status;
 	struct job *j;
 	size_t i, f;
 	uint32_t jn;
 
+	if (v == NULL) {
+		qb_lwarn(r->name, r->lineno, "job record: %s", err);
+		reject(rc);
+		return;
+	}
 	res = json_get(v, "results");
 	file = json_str(v, "file");
 	if ((res != NULL && !YAJL_IS_NULL(res) && !YAJL_IS_ARRAY(res)) ||
@@ -329,7 +348,7 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 	if (YAJL_IS_TRUE(ended) || YAJL_IS_FALSE(ended))
 		j->ended = YAJL_IS_TRUE(ended);
 	else
-		j->ended = status != NULL && inlist(status, final);
+		j->ended = status != NULL && inlist_nocase(status, final);
 	job_reason(j, v, status);
 	qb_note(1, "job %s: %s, %s", j->batch_id, status ? status : "no status",
 	    j->ended ? "ended" : "not ended");
@@ -403,6 +422,17 @@ finish(struct rec *rc)
 			rc->npending++;
 			continue;
 		}
+		/*
+		 * Once job records are read, only they say what ran: a
+		 * request no job claims may be in a batch still running
+		 * (qb-poll -i prints only the jobs that ended), so it gets
+		 * no outcome. Results alone, with no job, are taken as all
+		 * there is.
+		 */
+		if (j == NULL && rc->njobs > 0) {
+			rc->nunclaimed++;
+			continue;
+		}
 		memset(&m, 0, sizeof(m));
 		m.kind = RESULT_QB;
 		m.status = j ? j->miss : RESULT_MISSING;
@@ -463,19 +493,22 @@ load_prices(struct rec *rc, const char *path)
 static void
 summary(const struct rec *rc)
 {
-	char c[64] = "";
+	char c[64] = "", un[96] = "";
 	size_t n;
 
+	if (rc->nunclaimed > 0)
+		snprintf(un, sizeof(un), "; %lu in no job read, left without "
+		    "outcome", rc->nunclaimed);
 	if (rc->nprices > 0) {
 		n = (size_t)snprintf(c, sizeof(c), "; cost $%.8f", rc->cost);
 		while (n > 0 && c[n - 1] == '0' && c[n - 3] != '.')
 			c[--n] = '\0';
 	}
 	qb_warn("%zu requests: %lu done, %lu retry, %lu dead, %lu pending; "
-	    "%lu unknown, %lu duplicate; tokens in %llu out %llu%s", rc->ri.ids.n,
+	    "%lu unknown, %lu duplicate; tokens in %llu out %llu%s%s", rc->ri.ids.n,
 	    rc->nout[OUTCOME_DONE], rc->nout[OUTCOME_RETRY],
 	    rc->nout[OUTCOME_DEAD], rc->npending, rc->nunknown, rc->ndup,
-	    rc->tin, rc->tout, c);
+	    rc->tin, rc->tout, c, un);
 }
 
 /* Free what rc holds, so that leak checkers see none at exit. */

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
-plan 102
+plan 106
 
 # rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
 rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
@@ -159,6 +159,9 @@ jq -nc '{custom_id:"p1",method:"POST",url:"/v1/chat/completions",body:{model:"al
 jq -nc '{custom_id:"p1",response:{status_code:200,body:{model:"gpt-4o-2024-08-06",usage:{prompt_tokens:1000,completion_tokens:100}}},error:null}' >"$T/p.res"
 rec --prices "$D/prices.jsonl" -r "$T/p.req" "$T/p.res"
 is "$rc:$(col .cost_usd)" "0:0.0035 " "--prices: a dated model is priced by its base name"
+sed 's/gpt-4o-2024-08-06/gpt-4o-mini/' "$T/p.res" >"$T/p2.res"
+rec --prices "$D/prices.jsonl" -r "$T/p.req" "$T/p2.res"
+is "$(col .cost_usd)" "null " "--prices: another model (gpt-4o-mini) is not priced as gpt-4o"
 rec -r "$D/items.jsonl" "$D/items.results.jsonl"
 is "$(col .cost_usd)" "null null null null " "no --prices: cost_usd null"
 printf '%s\n' '{"model":"m1","input_per_mtok":"cheap","output_per_mtok":1}' >"$T/badprice.jsonl"
@@ -206,6 +209,16 @@ job "$T/job.m" --arg t "$T" '{batch_id:"batch_m",file:"\($t)/expired.requests.js
 recin "$T/job.m"
 is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "1:0" "a results file missing: exit 1, no retry written"
 is "$(head -n 1 "$T/err")" "qb-reconcile: <stdin>:1: job batch_m: results $T/gone.jsonl: No such file or directory; its requests stay pending" "a results file missing: reported, requests pending"
+# cron: qb-poll -i prints only the jobs that ended; the -r window also
+# holds requests of batches still running, which must get no outcome
+cp "$D/items.jsonl" "$T/window.jsonl"
+recin "$T/job.x" -r "$T/window.jsonl"
+is "$(col .id)" "x1 x2 x3 " "jobs read: requests of no job get no outcome"
+like "$(last)" "in no job read, left without outcome" "jobs read: the unclaimed counted in the summary"
+# Azure spells statuses with a capital
+job "$T/job.z" --arg t "$T" '{batch_id:"batch_z",file:"\($t)/expired.requests.jsonl",status:"Completed",results:["\($t)/expired.output.jsonl"]}'
+recin "$T/job.z"
+is "$(col '"\(.id)=\(.outcome)"')" "x1=done x2=retry x3=retry " "\"Completed\" (Azure) is an ended status"
 # the job's file is a -r file (named another way): not indexed twice
 job "$T/job.s" --arg t "$T" '{batch_id:"batch_s",file:"\($t)/./expired.requests.jsonl",status:"in_progress",ended:false}'
 recin "$T/job.s" -r "$T/expired.requests.jsonl"
