@@ -241,6 +241,13 @@ index_line(struct reqindex *ri, struct jsonl_reader *r, const char *line,
 		reject(ri);
 		return 0;
 	}
+	/* Lines past what json_scan records are read as trees: bound them. */
+	if (json_depth(line, len) > JSON_DEPTH_MAX) {
+		qb_lwarn(r->name, r->lineno, "nested deeper than %d levels",
+		    JSON_DEPTH_MAX);
+		reject(ri);
+		return 0;
+	}
 	facts(ri, line, len, &ft, &tree);
 	if (ft.id == NULL || ft.idlen == 0 || memchr(ft.id, '\0', ft.idlen)) {
 		qb_lwarn(r->name, r->lineno, "no string \"custom_id\" or \"id\"");

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
-plan 106
+plan 107
 
 # rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
 rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
@@ -219,6 +219,10 @@ like "$(last)" "in no job read, left without outcome" "jobs read: the unclaimed 
 job "$T/job.z" --arg t "$T" '{batch_id:"batch_z",file:"\($t)/expired.requests.jsonl",status:"Completed",results:["\($t)/expired.output.jsonl"]}'
 recin "$T/job.z"
 is "$(col '"\(.id)=\(.outcome)"')" "x1=done x2=retry x3=retry " "\"Completed\" (Azure) is an ended status"
+# nesting deep enough to exhaust a recursive parser is refused, not a crash
+python3 -c 'n = 200000; print("{\"batch_id\":\"b\",\"file\":\"x\",\"d\":" + "[" * n + "]" * n + "}")' >"$T/deep.job"
+recin "$T/deep.job"
+is "$rc:$(head -n 1 "$T/err")" "1:qb-reconcile: <stdin>:1: job record: nested deeper than 512 levels" "deep job record: reported, exit 1"
 # the job's file is a -r file (named another way): not indexed twice
 job "$T/job.s" --arg t "$T" '{batch_id:"batch_s",file:"\($t)/./expired.requests.jsonl",status:"in_progress",ended:false}'
 recin "$T/job.s" -r "$T/expired.requests.jsonl"
