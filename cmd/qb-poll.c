@@ -5,13 +5,17 @@
  * counts, errors and the *_at times. When a batch has ended, stream its
  * output and error files into DIR as BATCH.output.jsonl and
  * BATCH.errors.jsonl (temporary name, fsync, rename), list them in
- * "results" and set "ended": a job is ended only once its files are safe.
- * Every job read is printed, ended or not, with unknown keys carried; with
- * -i the ledger is rewritten in place and only jobs that ended are printed.
+ * "results" by absolute path and set "ended": a job is ended only once
+ * its files are safe; one that cannot be had leaves it not ended, with an
+ * "error". Every job read is printed, ended or not, with unknown keys
+ * carried; with -i the ledger is rewritten in place, only jobs that ended
+ * in this run are printed, and LEDGER.poll.lock is held throughout.
+ * Intent lines of the ledger (ledger.h) are skipped.
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +27,7 @@
 #include "exits.h"
 #include "http.h"
 #include "idmap.h"
+#include "job.h"
 #include "jout.h"
 #include "json.h"
 #include "jsonl.h"
@@ -40,11 +45,12 @@ static const char help[] =
     "      --base-url URL     the provider's API base URL (default from\n"
     "                         OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
     "  -d, --dir DIR          write result files into DIR (default .)\n"
-    "  -i, --in-place FILE    update the ledger FILE; print the jobs that ended\n"
+    "  -i, --in-place FILE    update the ledger FILE; print only the jobs that\n"
+    "                         ended in this run\n"
     "      --interval S       first pause between polls with -w (default 5)\n"
     "      --key-file FILE    read the API key from the first line of FILE\n"
     "      --strict           stop at the first bad line (exit 65)\n"
-    "  -t, --timeout S        give up waiting after S seconds (default 90000)\n"
+    "  -t, --timeout S        start no request after S seconds (default 90000)\n"
     "  -w, --wait             poll until every job has ended\n"
     "  -h, -V, -v, -q         help, version, verbose, quiet\n";
 
@@ -53,7 +59,8 @@ static const char help[] =
 enum { OPT_BASE = 256, OPT_INTERVAL, OPT_KEY, OPT_STRICT };
 
 struct opts {
-	const char	*base, *keyfile, *dir, *ledger;
+	const char	*base, *keyfile, *ledger;
+	char		*dir;		/* absolute (realpath) */
 	double		 interval, timeout;
 	int		 strict, wait;
 };
@@ -80,6 +87,7 @@ struct poll {
 	char		**names;	/* input names, for messages */
 	size_t		 nnames;
 	struct provider_conns conns;
+	double		 deadline;	/* CLOCK_MONOTONIC: no request after it */
 	yajl_gen	 g;
 	int		 fatal;		/* stop polling and exit with this */
 	int		 temp, proto, ioerr, rejected;
@@ -136,11 +144,13 @@ trouble(struct poll *P, int rc)
 
 /*
  * Download the result files of an ended batch. Returns 0 with the paths
- * in paths[] (owned by the caller), or the first failure's exit status.
+ * in paths[] (owned by the caller), or the first failure's exit status
+ * with the file and the reason in why (whylen bytes).
  */
 static int
 fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
-    const struct provider_job *pj, const char *id, char **paths, int *n)
+    const struct provider_job *pj, const char *id, char **paths, int *n,
+    char *why, size_t whylen)
 {
 	struct afile a;
 	struct buf path = BUF_INIT;
@@ -149,20 +159,23 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 	*n = 0;
 	for (i = 0; i < pj->nresult && rc == 0; i++) {
 		buf_reset(&path);
-		if (strcmp(P->o->dir, ".") != 0)
-			buf_printf(&path, "%s/", P->o->dir);
-		buf_printf(&path, "%s.%s.jsonl", id, pj->result[i].kind);
+		buf_printf(&path, "%s%s%s.%s.jsonl", P->o->dir,
+		    strcmp(P->o->dir, "/") != 0 ? "/" : "", id,
+		    pj->result[i].kind);
 		if (afile_open(&a, path.p) == -1) {
-			qb_warnsys("%s", path.p);
+			snprintf(why, whylen, "%s: %s", path.p, strerror(errno));
+			qb_warn("%s", why);
 			rc = QB_EX_IOERR;
 			break;
 		}
 		if ((rc = p->fetch(h, pj->result[i].ref, a.fp)) != 0) {
-			qb_lwarn(j->src, j->lineno, "%s: %s: %s", id,
-			    pj->result[i].kind, h->err);
+			snprintf(why, whylen, "%s file %s: %s", pj->result[i].kind,
+			    pj->result[i].ref, h->err);
+			qb_lwarn(j->src, j->lineno, "%s: %s", id, why);
 			afile_abort(&a);
 		} else if (afile_commit(&a, NULL) == -1) {
-			qb_warnsys("%s", path.p);
+			snprintf(why, whylen, "%s: %s", path.p, strerror(errno));
+			qb_warn("%s", why);
 			rc = QB_EX_IOERR;
 		} else {
 			qb_note(1, "%s: wrote %s", id, path.p);
@@ -182,7 +195,7 @@ poll_one(struct poll *P, struct job *j)
 	struct http *h;
 	yajl_val batch;
 	const char *id = json_str(j->rec, "batch_id"), *name;
-	char err[256], *paths[JOB_RESULTS];
+	char err[256], why[768], *paths[JOB_RESULTS];
 	int i, n = 0, rc;
 
 	name = json_str(j->rec, "provider");
@@ -194,7 +207,9 @@ poll_one(struct poll *P, struct job *j)
 		failed(P, j, "cannot poll this provider", 0);
 		return;
 	}
+	provider_check(p, P->o->base, P->o->keyfile, 1);
 	h = provider_conn(&P->conns, p);
+	h->deadline = P->deadline;
 	if ((rc = p->get(h, id, &batch)) != 0) {
 		qb_lwarn(j->src, j->lineno, "%s: %s", id, h->err);
 		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
@@ -212,18 +227,21 @@ poll_one(struct poll *P, struct job *j)
 	memset(&s, 0, sizeof(s));
 	s.pj = &pj;
 	s.ended = 0;
-	if (pj.ended) {
-		rc = fetch(P, j, p, h, &pj, id, paths, &n);
-		if (rc == 0 || rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR) {
-			/* Written, or gone for good: either way it is over. */
-			s.ended = 1;
-			s.results = (const char *const *)paths;
-			s.nresults = n;
-			if (rc != 0) {
-				s.error = h->err;
-				s.error_status = h->status;
-				P->rejected = 1;
-			}
+	if (pj.ended &&
+	    (rc = fetch(P, j, p, h, &pj, id, paths, &n, why, sizeof(why))) == 0) {
+		s.ended = 1;
+		s.results = (const char *const *)paths;
+		s.nresults = n;
+	} else if (pj.ended) {
+		/*
+		 * Its results are paid for: never end a job without them.
+		 * Whatever the failure, a later run tries again.
+		 */
+		s.error = why;
+		s.error_status = rc == QB_EX_IOERR ? 0 : h->status;
+		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR) {
+			P->rejected = 1;
+			j->state = J_DONE;	/* not again in this run */
 		} else
 			trouble(P, rc);
 	}
@@ -281,6 +299,10 @@ add(struct poll *P, struct jsonl_reader *rd, const char *line, size_t len,
 	size_t i;
 	int isnew;
 
+	if (json_get(rec, "batch_id") == NULL && json_get(rec, "intent") != NULL) {
+		yajl_tree_free(rec);	/* qb-submit's note, not a job */
+		return;
+	}
 	if ((id = json_str(rec, "batch_id")) == NULL || *id == '\0') {
 		qb_lwarn(rd->name, rd->lineno, "expected string for \"batch_id\"");
 		if (P->o->strict)
@@ -333,15 +355,6 @@ readjobs(struct poll *P, const char *path)
 	jsonl_close(&rd);
 }
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void
 nap(double s)
 {
@@ -353,13 +366,16 @@ nap(double s)
 		continue;
 }
 
-/* Poll until done; returns 1 if the wait timed out with jobs pending. */
+/*
+ * Poll until done; returns 1 if the deadline (-t) passed with jobs
+ * pending or not polled.
+ */
 static int
 run(struct poll *P, struct ledger *led)
 {
-	double deadline = now() + P->o->timeout, iv = P->o->interval, left;
-	size_t i, pending;
-	int rc, round;
+	double iv = P->o->interval, left;
+	size_t i, pending, late = 0;
+	int rc, round, stop = 0;
 
 	for (round = 0;; round++) {
 		pending = 0;
@@ -371,11 +387,17 @@ run(struct poll *P, struct ledger *led)
 				print(P, j);
 			if (j->state != J_PENDING)
 				continue;
-			if (!P->fatal)
+			/* -t is a deadline: no request starts after it. */
+			if (!stop && http_clock() >= P->deadline)
+				stop = 1;
+			if (!P->fatal && !stop)
 				poll_one(P, j);
-			if (j->state != J_PENDING || !P->o->wait || P->fatal) {
-				if (j->state == J_PENDING)
+			if (j->state != J_PENDING || !P->o->wait || P->fatal ||
+			    stop) {
+				if (j->state == J_PENDING) {
 					j->state = J_DONE;
+					late += stop;
+				}
 				print(P, j);
 			} else
 				pending++;
@@ -386,15 +408,18 @@ run(struct poll *P, struct ledger *led)
 		if (P->tty)
 			fprintf(stderr, "\r%s: %zu ended, %zu pending ", qb_prog(),
 			    P->nended, pending);
-		if (pending == 0)
+		if (pending == 0 && late == 0)
 			break;
-		if ((left = deadline - now()) <= 0) {
+		if (late > 0 || (left = P->deadline - http_clock()) <= 0) {
 			for (i = 0; i < P->njob; i++)
 				if (P->job[i].state == J_PENDING) {
 					P->job[i].state = J_DONE;
 					print(P, &P->job[i]);
 				}
-			qb_warn("%zu jobs still running after %g s", pending,
+			pending += late;
+			qb_warn("%zu %s %s: the deadline (-t %g s) passed",
+			    pending, pending == 1 ? "job" : "jobs",
+			    P->o->wait ? "still running" : "not polled",
 			    P->o->timeout);
 			return 1;
 		}
@@ -422,20 +447,19 @@ main(int argc, char *argv[])
 	struct ledger led;
 	struct poll P;
 	struct opts o;
-	const char *errstr;
+	const char *errstr, *dir = ".";
 	size_t i;
 	int ch, rc, timedout;
 
 	qb_setprog(argv[0]);
 	memset(&o, 0, sizeof(o));
-	o.dir = ".";
 	o.interval = 5;
 	o.timeout = 86400 + 3600;
 	while ((ch = getopt_long(argc, argv, "d:hi:qt:Vvw", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'd':
-			o.dir = optarg;
+			dir = optarg;
 			break;
 		case 'i':
 			o.ledger = optarg;
@@ -474,10 +498,15 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (o.ledger != NULL && argc > 0)
 		qb_usage(usage);
-	afile_need_dir(o.dir);
+	afile_need_dir(dir);
+	/* Results are named by absolute path: jobs outlive the directory. */
+	if ((o.dir = realpath(dir, NULL)) == NULL)
+		qb_diesys(QB_EX_NOINPUT, "%s", dir);
+	provider_check(provider_find("openai"), o.base, o.keyfile, 0);
 
 	memset(&P, 0, sizeof(P));
 	P.o = &o;
+	P.deadline = http_clock() + o.timeout;
 	P.conns.base = o.base;
 	P.conns.keyfile = o.keyfile;
 	P.g = jout_new();
@@ -485,15 +514,13 @@ main(int argc, char *argv[])
 	idmap_init(&P.ids);
 	if (o.ledger != NULL) {
 		ledger_init(&led, o.ledger);
-		/* Read under a shared lock; the rewrite merges later appends. */
-		if ((rc = ledger_lock(&led, LEDGER_READ)) != 0) {
-			if (rc == QB_EX_NOINPUT)
-				qb_diesys(rc, "%s", o.ledger);
-			ledger_free(&led);
-			idmap_free(&P.ids);
-			yajl_gen_free(P.g);
-			return rc;
-		}
+		/*
+		 * One run at a time, lest an older poll's rewrite undo a newer
+		 * one's. Read under a shared lock; the rewrite merges appends.
+		 */
+		if ((rc = ledger_start(&led, "poll", 0)) != 0 ||
+		    (rc = ledger_lock(&led, LEDGER_READ)) != 0)
+			exit(rc);
 		readjobs(&P, o.ledger);
 		ledger_unlock(&led);
 	} else if (argc == 0)
@@ -523,6 +550,7 @@ main(int argc, char *argv[])
 	yajl_gen_free(P.g);
 	if (o.ledger != NULL)
 		ledger_free(&led);
+	free(o.dir);
 	qb_close_stdout();
 	if (P.fatal)
 		return P.fatal;

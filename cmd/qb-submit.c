@@ -3,22 +3,28 @@
  *
  * For each pack record (file, sha256, endpoint, provider, model): check
  * that the file still has the digest it was packed with, skip it when the
- * ledger already holds that digest, upload it and create the batch, then
- * append the job record to the ledger and print it. Adds provider,
- * batch_id, input_file_id, status, ended, created_at, expires_at, counts
- * and results; every other key of the pack record is carried through.
- * A printed or ledgered job record is custody: stdout is flushed each time.
+ * ledger holds a batch for that digest that ran or may still run, upload
+ * it and create the batch, then append the job record to the ledger and
+ * print it. Adds provider, batch_id, input_file_id, status, ended,
+ * created_at, expires_at, counts and results; every other key of the pack
+ * record is carried through. A printed or ledgered job record is custody:
+ * stdout is flushed each time. With a ledger, a run holds LEDGER.submit.lock
+ * throughout, and an intent line goes into the ledger before each create,
+ * so that a batch whose job record was lost is found and adopted later.
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "exits.h"
 #include "http.h"
 #include "idmap.h"
+#include "job.h"
 #include "jout.h"
 #include "json.h"
 #include "jsonl.h"
@@ -26,6 +32,7 @@
 #include "msg.h"
 #include "opt.h"
 #include "provider.h"
+#include "rfc3339.h"
 #include "sha256.h"
 #include "xmem.h"
 
@@ -56,7 +63,7 @@ struct run {
 	int		 useled;
 	struct idmap	 done;		/* digests submitted in this run */
 	yajl_gen	 g;
-	unsigned long	 nsub, nskip, nrej, nnot;
+	unsigned long	 nsub, nadopt, nskip, nrep, nrej, nnot;
 	int		 stop;		/* exit status that ended submitting, or 0 */
 	int		 refused;	/* the provider refused a file for good */
 };
@@ -70,6 +77,23 @@ ishex64(const char *s)
 		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
 			return 0;
 	return n == 64;
+}
+
+/* The connection to p; a bad configuration exits 78 before it is made. */
+static struct http *
+conn(struct run *r, const struct provider *p)
+{
+	provider_check(p, r->o->base, r->o->keyfile, 1);
+	return provider_conn(&r->conns, p);
+}
+
+/* provider find callback: batches the ledger holds are not adopted. */
+static int
+known(void *arg, const char *id)
+{
+	struct run *r = arg;
+
+	return ledger_known(&r->led, id);
 }
 
 /* Check a pack record; returns the provider, or NULL after reporting. */
@@ -128,12 +152,124 @@ record(struct run *r, yajl_val rec, const struct provider *p,
 	if (r->useled && (rc = ledger_append(&r->led, sha, pj->id,
 	    (const char *)line, len)) != 0)
 		qb_warn("batch %s was created but is not in ledger %s: keep "
-		    "the job record printed on standard output", pj->id,
-		    r->led.path);
+		    "the job record printed on standard output, or run again "
+		    "with this ledger to adopt the batch", pj->id, r->led.path);
 	/* Printed even when the ledger failed: it must not be lost. */
 	if (jout_line(r->g, stdout) != 0 || fflush(stdout) != 0)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");
 	return rc;
+}
+
+/*
+ * The ledger holds an intent for sha, made at "at", and no job after it:
+ * a create whose outcome went unrecorded. Look for a batch the provider
+ * made for the file since an hour before, and adopt it. Returns 1 when
+ * the record is dealt with (adopted, or stopped), 0 to submit it.
+ */
+static int
+adopt(struct run *r, struct jsonl_reader *rd, yajl_val rec,
+    const struct provider *p, const char *sha, const char *at)
+{
+	struct provider_job pj;
+	struct http *h;
+	yajl_val batch;
+	const char *file = json_str(rec, "file");
+	char err[256];
+	long long t;
+	int rc, isnew;
+
+	if (p->find == NULL)
+		return 0;
+	if (rfc3339_parse(at, &t) != 0)
+		t = 0;			/* unknown: look through them all */
+	h = conn(r, p);
+	if ((rc = p->find(h, sha, t - 3600, known, r, &batch)) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: cannot look "
+		    "for the batch of an unrecorded submit (%s): %s", file, at,
+		    h->err);
+		r->stop = rc;
+		r->nnot++;
+		return 1;
+	}
+	if (batch == NULL) {
+		qb_note(1, "%s: no batch from the unrecorded submit of %s",
+		    file, at);
+		return 0;
+	}
+	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: not adopted: %s", file, err);
+		r->stop = QB_EX_PROTOCOL;
+		r->nnot++;
+	} else {
+		qb_lwarn(rd->name, rd->lineno, "%s: adopted batch %s (%s), made "
+		    "by a submit of %s that was not recorded", file, pj.id,
+		    pj.status, at);
+		idmap_put(&r->done, sha, 64, &isnew);
+		r->nadopt++;
+		if ((rc = record(r, rec, p, &pj, sha)) != 0)
+			r->stop = rc;
+	}
+	yajl_tree_free(batch);
+	return 1;
+}
+
+/*
+ * The ledger's newest batch for the file is bid. Returns 1 to skip the
+ * file (or when submitting stopped), 0 to submit it again: only when the
+ * batch ended having run nothing (failed; expired or cancelled with no
+ * request completed or failed), which would otherwise leave its items
+ * stuck, as packing them again makes the very same file.
+ */
+static int
+again(struct run *r, struct jsonl_reader *rd, const struct provider *p,
+    const char *file, const char *bid)
+{
+	struct provider_job pj;
+	struct http *h;
+	yajl_val batch;
+	char err[256];
+	long long ran;
+	int rc, skip = 1;
+
+	if (*bid == '\0' || p->get == NULL) {
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted; "
+		    "skipped", file);
+		r->nskip++;
+		return 1;
+	}
+	h = conn(r, p);
+	if ((rc = p->get(h, bid, &batch)) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: cannot check batch %s: %s%s",
+		    file, bid, h->err, rc == QB_EX_UNAVAILABLE ||
+		    rc == QB_EX_DATAERR ? "; skipped" : "");
+		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
+			r->nrej++;	/* 404: never submitted blindly */
+		else {
+			r->stop = rc;
+			r->nnot++;
+		}
+		return 1;
+	}
+	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: batch %s: %s", file, bid,
+		    err);
+		r->stop = QB_EX_PROTOCOL;
+		r->nnot++;
+	} else {
+		/* Unknown counts count as "ran": never pay twice. */
+		ran = pj.has_counts ? pj.completed + pj.failed : -1;
+		skip = !pj.ended || strcasecmp(pj.status, "completed") == 0 ||
+		    (strcasecmp(pj.status, "failed") != 0 && ran != 0);
+		if (skip) {
+			qb_lwarn(rd->name, rd->lineno, "%s: already submitted "
+			    "as %s (%s); skipped", file, bid, pj.status);
+			r->nskip++;
+		} else
+			qb_note(1, "%s: batch %s ended %s with nothing run; "
+			    "submitting again", file, bid, pj.status);
+	}
+	yajl_tree_free(batch);
+	return skip;
 }
 
 static void
@@ -144,7 +280,7 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	const struct provider *p;
 	struct http *h;
 	yajl_val batch;
-	const char *file, *sha, *bid;
+	const char *file, *sha, *bid, *at;
 	char hex[65], err[256];
 	int rc, unknown, isnew;
 
@@ -160,22 +296,22 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	if (idmap_get(&r->done, sha, 64) != (size_t)-1) {
 		qb_lwarn(rd->name, rd->lineno, "%s: already submitted in this "
 		    "run; skipped", file);
-		r->nskip++;
+		r->nrep++;
 		return;
 	}
 	if (r->useled) {
-		/* Re-read: another qb-submit may have added it meanwhile. */
+		/* Re-read: qb-poll -i or qb-reap -i may have rewritten it. */
 		if ((rc = ledger_refresh(&r->led)) != 0) {
 			r->stop = rc;
 			r->nnot++;
 			return;
 		}
-		if ((bid = ledger_sha(&r->led, sha)) != NULL) {
-			qb_lwarn(rd->name, rd->lineno, "%s: already submitted "
-			    "as %s; skipped", file, *bid ? bid : "a batch");
-			r->nskip++;
+		if ((at = ledger_intent(&r->led, sha)) != NULL) {
+			if (adopt(r, rd, rec, p, sha, at))
+				return;
+		} else if ((bid = ledger_sha(&r->led, sha)) != NULL &&
+		    again(r, rd, p, file, bid))
 			return;
-		}
 	}
 	if (sha256_file(file, hex) == -1) {
 		qb_lwarn(rd->name, rd->lineno, "%s: %s", file, strerror(errno));
@@ -188,7 +324,14 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 		r->nrej++;
 		return;
 	}
-	h = provider_conn(&r->conns, p);
+	h = conn(r, p);
+	/* Recorded before the create, so that its batch can be found. */
+	if (r->useled && (rc = ledger_intend(&r->led, sha, file,
+	    p->name)) != 0) {
+		r->stop = rc;
+		r->nnot++;
+		return;
+	}
 	memset(&ps, 0, sizeof(ps));
 	ps.path = file;
 	ps.sha256 = sha;
@@ -197,7 +340,11 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	if ((rc = p->submit(h, &ps, &batch, &unknown)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: %s", file,
 		    h->err);
-		if (unknown)
+		if (unknown && r->useled)
+			qb_warn("%s: the batch may exist: a run with ledger %s "
+			    "looks for it (metadata qb_sha256) and adopts it",
+			    file, r->led.path);
+		else if (unknown)
 			qb_warn("%s: the batch may exist (metadata qb_sha256 "
 			    "%s): look for it before submitting again", file, sha);
 		if (!unknown &&
@@ -225,6 +372,26 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	if ((rc = record(r, rec, p, &pj, sha)) != 0)
 		r->stop = rc;
 	yajl_tree_free(batch);
+}
+
+static void
+summary(const struct run *r)
+{
+	struct buf b = BUF_INIT;
+
+	buf_printf(&b, "%lu submitted", r->nsub);
+	if (r->nadopt > 0)
+		buf_printf(&b, ", %lu adopted", r->nadopt);
+	if (r->useled)
+		buf_printf(&b, ", %lu skipped (already in ledger)", r->nskip);
+	if (!r->useled || r->nrep > 0)
+		buf_printf(&b, ", %lu skipped (repeated in this run)", r->nrep);
+	buf_printf(&b, ", %lu rejected", r->nrej);
+	if (r->nnot > 0)
+		buf_printf(&b, ", %lu not submitted (re-run with the same "
+		    "input%s)", r->nnot, r->useled ? " and ledger" : "");
+	qb_warn("%s", b.p);
+	buf_free(&b);
 }
 
 int
@@ -276,6 +443,13 @@ main(int argc, char *argv[])
 	}
 	files = optind < argc ? argv + optind : stdin_only;
 
+	/* A batch whose job record can go nowhere is money lost. */
+	if ((ch = fcntl(STDOUT_FILENO, F_GETFL)) == -1 ||
+	    (ch & O_ACCMODE) == O_RDONLY)
+		qb_die(QB_EX_IOERR, "standard output is not open for writing: "
+		    "job records would be lost");
+	provider_check(provider_find(o.prov != NULL ? o.prov : "openai"),
+	    o.base, o.keyfile, 0);
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
 	r.conns.base = o.base;
@@ -283,8 +457,12 @@ main(int argc, char *argv[])
 	r.g = jout_new();
 	idmap_init(&r.done);
 	if (o.ledger != NULL) {
+		/* Made, locked and read before anything is uploaded. */
 		ledger_init(&r.led, o.ledger);
 		r.useled = 1;
+		if ((rc = ledger_start(&r.led, "submit", 1)) != 0 ||
+		    (rc = ledger_refresh(&r.led)) != 0)
+			exit(rc);
 	}
 	for (i = 0; files[i] != NULL; i++) {
 		if (jsonl_open(&rd, files[i]) == -1) {
@@ -315,14 +493,7 @@ main(int argc, char *argv[])
 		}
 		jsonl_close(&rd);
 	}
-	if (r.nnot > 0)
-		qb_warn("%lu submitted, %lu skipped (already in ledger), %lu "
-		    "rejected, %lu not submitted (re-run with the same input%s)",
-		    r.nsub, r.nskip, r.nrej, r.nnot,
-		    r.useled ? " and ledger" : "");
-	else
-		qb_warn("%lu submitted, %lu skipped (already in ledger), %lu "
-		    "rejected", r.nsub, r.nskip, r.nrej);
+	summary(&r);
 	provider_conns_free(&r.conns);
 	if (r.useled)
 		ledger_free(&r.led);

@@ -30,6 +30,8 @@
 #endif
 
 #define CONNECT_TIMEOUT	10L		/* seconds */
+#define JSON_TIMEOUT	60L		/* seconds for one JSON request: a batch object is small */
+#define XFER_TIMEOUT	300L		/* seconds an upload or download may stall */
 #define RETRY_AFTER_MAX	120.0		/* seconds; a longer wait is not waited for */
 #define BODY_MAX	((size_t)64 << 20)	/* largest response kept in memory */
 
@@ -60,9 +62,12 @@ http_init(struct http *h, const char *base, const char *const *hdrs,
     const char *secret)
 {
 	const char *s, *e;
+	char why[160];
 	size_t n;
 
 	memset(h, 0, sizeof(*h));
+	if (http_check_url(base, why, sizeof(why)) != 0)
+		qb_die(QB_EX_CONFIG, "base URL \"%s\": %s", base, why);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
 	    (h->curl = curl_easy_init()) == NULL)
 		qb_die(QB_EX_OSERR, "cannot initialise libcurl");
@@ -74,7 +79,8 @@ http_init(struct http *h, const char *base, const char *const *hdrs,
 	for (; hdrs != NULL && *hdrs != NULL; hdrs++)
 		if ((h->hdrs = curl_slist_append(h->hdrs, *hdrs)) == NULL)
 			qb_die(QB_EX_OSERR, "out of memory");
-	h->timeout = 300;
+	h->json_timeout = JSON_TIMEOUT;
+	h->timeout = XFER_TIMEOUT;
 	h->retries = 4;
 	h->backoff = 0.5;
 	h->cap = 30;
@@ -95,12 +101,56 @@ http_init(struct http *h, const char *base, const char *const *hdrs,
 			e = "out of range (1 s to 1 day)";
 		if (e != NULL)
 			qb_die(QB_EX_CONFIG, "QB_HTTP_TIMEOUT \"%s\" is %s", s, e);
-		h->timeout = (long)ceil(t);
+		h->timeout = h->json_timeout = (long)ceil(t);
 	}
 	h->rng = (unsigned long long)time(NULL) * 2654435761ULL ^
 	    (unsigned long long)getpid() << 32 ^ (unsigned long long)(size_t)h;
 	if (h->rng == 0)
 		h->rng = 1;
+}
+
+int
+http_check_url(const char *url, char *why, size_t whylen)
+{
+	CURLU *u;
+	CURLUcode uc;
+	char *scheme = NULL, *host = NULL;
+	int rc = -1;
+
+	if ((u = curl_url()) == NULL)
+		qb_die(QB_EX_OSERR, "out of memory");
+	uc = curl_url_set(u, CURLUPART_URL, url, 0);
+	if (uc != CURLUE_OK && strncasecmp(url, "http://", 7) != 0 &&
+	    strncasecmp(url, "https://", 8) != 0)
+		snprintf(why, whylen, "not an http or https URL");
+	else if (uc != CURLUE_OK)
+#if LIBCURL_VERSION_NUM >= 0x075000
+		snprintf(why, whylen, "cannot be parsed: %s",
+		    curl_url_strerror(uc));
+#else
+		snprintf(why, whylen, "cannot be parsed (error %d)", (int)uc);
+#endif
+	else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0))
+		snprintf(why, whylen, "not an http or https URL");
+	else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    *host == '\0')
+		snprintf(why, whylen, "no host");
+	else
+		rc = 0;
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+double
+http_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 void
@@ -348,7 +398,7 @@ once(struct http *h, const struct req *q, const char *url,
 	const char *const *f;
 	char ebuf[CURL_ERROR_SIZE];
 	curl_off_t reqsize = 0;
-	long rsize = 0;
+	long rsize = 0, ms;
 	CURLcode cc;
 
 	for (s = h->hdrs; s != NULL; s = s->next)
@@ -373,7 +423,10 @@ once(struct http *h, const struct req *q, const char *url,
 #endif
 	switch (q->kind) {
 	case K_JSON:
-		curl_easy_setopt(c, CURLOPT_TIMEOUT, h->timeout);
+		ms = h->json_timeout * 1000L;
+		if (h->deadline > 0 && (h->deadline - http_clock()) * 1000 < ms)
+			ms = (long)((h->deadline - http_clock()) * 1000) + 1;
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
 		hl = addhdr(hl, "Accept: application/json");
 		if (strcmp(q->method, "GET") == 0) {
 			curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
@@ -517,6 +570,15 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 		buf_puts(&url, q->path);
 	else
 		buf_printf(&url, "%s%s", h->base, q->path);
+	if (h->deadline > 0 && http_clock() >= h->deadline) {
+		http_resp_free(r);
+		r->cc = CURLE_OPERATION_TIMEDOUT;
+		snprintf(h->err, sizeof(h->err), "%s %s: not started: the "
+		    "deadline has passed", q->method, q->path);
+		h->status = 0;
+		buf_free(&url);
+		return HTTP_TEMP;
+	}
 	for (attempt = 0;; attempt++) {
 		buf_free(&r->body);
 		http_resp_init(r);
@@ -571,6 +633,12 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 		}
 		if (delay <= 0)
 			delay = jitter(h, attempt);
+		if (h->deadline > 0 && http_clock() + delay >= h->deadline) {
+			snprintf(h->err + strlen(h->err),
+			    sizeof(h->err) - strlen(h->err),
+			    "; no retry: the deadline has passed");
+			break;
+		}
 		qb_note(1, "%s; retry %d of %d in %.2f s", h->err, attempt + 1,
 		    h->retries, delay);
 		pause_for(delay);

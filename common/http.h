@@ -21,7 +21,9 @@ struct http {
 	char		*base;		/* base URL without a trailing '/'; owned */
 	char		*secret;	/* the key, scrubbed from messages; owned */
 	struct curl_slist *hdrs;	/* headers sent on every request; owned */
-	long		 timeout;	/* seconds per JSON request (QB_HTTP_TIMEOUT, 300) */
+	long		 json_timeout;	/* seconds per JSON request (QB_HTTP_TIMEOUT, 60) */
+	long		 timeout;	/* stall limit of uploads and downloads (QB_HTTP_TIMEOUT, 300) */
+	double		 deadline;	/* http_clock() time after which no try starts; 0: none */
 	int		 retries;	/* retries after the first try (QB_MAX_RETRIES, 4) */
 	double		 backoff;	/* first backoff step, seconds (QB_BACKOFF_BASE, 0.5) */
 	double		 cap;		/* largest backoff step, seconds (30) */
@@ -47,11 +49,20 @@ struct http_resp {
  * lines in hdrs (NULL-terminated, copied; may be NULL). secret, if not
  * NULL, is never shown: it is replaced by "[key]" in every message.
  * Reads QB_MAX_RETRIES (0..100), QB_BACKOFF_BASE and QB_HTTP_TIMEOUT
- * (seconds); a bad value exits QB_EX_CONFIG. Dies QB_EX_OSERR if libcurl
- * cannot start. Release with http_free.
+ * (seconds); a bad value, or a base that http_check_url refuses, exits
+ * QB_EX_CONFIG. Dies QB_EX_OSERR if libcurl cannot start. Release with
+ * http_free.
  */
 void http_init(struct http *h, const char *base, const char *const *hdrs,
     const char *secret);
+/*
+ * Check that url is an http or https URL with a host. Returns 0, or -1
+ * with the reason ("not an http or https URL", libcurl's parse error) in
+ * why (whylen bytes).
+ */
+int http_check_url(const char *url, char *why, size_t whylen);
+/* Seconds on CLOCK_MONOTONIC, the clock of h->deadline. */
+double http_clock(void);
 /* Close h's connections and free (and wipe) what http_init made. */
 void http_free(struct http *h);
 /* Make r empty; do this once before r's first use. */
@@ -66,8 +77,10 @@ void http_resp_free(struct http_resp *r);
  * are retried; when create is set the request makes something that must
  * not exist twice, so it is retried only after a connection failure before
  * anything was sent, a 429 or a 5xx answer (a timeout after sending sets
- * r->unknown). Returns the class of the final result; h->err says why when
- * it is not HTTP_OK. r must be initialised (http_resp_init); it is reset.
+ * r->unknown). Each try may take h->json_timeout seconds, and no longer
+ * than h->deadline allows; no try starts after the deadline. Returns the
+ * class of the final result; h->err says why when it is not HTTP_OK. r
+ * must be initialised (http_resp_init); it is reset.
  */
 enum http_class http_json(struct http *h, const char *method, const char *path,
     const char *body, size_t len, int create, struct http_resp *r);

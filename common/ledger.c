@@ -1,7 +1,9 @@
 /*
- * ledger.c: the job ledger and the job record writer.
+ * ledger.c: the job ledger and its run locks.
  *
  * Appends and rewrites take an exclusive flock(2) on the ledger itself.
+ * A run lock is a separate file, PATH.TOOL.lock, so that holding it for
+ * a whole run never keeps another tool from the ledger.
  * A rewrite renames a new file over the old one while holding the lock on
  * the old one, so whoever waited for that lock would hold it on a file
  * nobody reads any more: after locking, the descriptor is compared with
@@ -18,12 +20,14 @@
 #include <unistd.h>
 
 #include "afile.h"
+#include "buf.h"
 #include "exits.h"
 #include "jout.h"
 #include "json.h"
 #include "ledger.h"
 #include "msg.h"
 #include "num.h"
+#include "provider.h"
 #include "xmem.h"
 
 void
@@ -33,7 +37,7 @@ ledger_init(struct ledger *l, const char *path)
 
 	memset(l, 0, sizeof(*l));
 	l->path = xstrdup(path);
-	l->fd = -1;
+	l->fd = l->runfd = -1;
 	l->wait = 30;
 	idmap_init(&l->sha);
 	idmap_init(&l->ids);
@@ -50,14 +54,19 @@ ledger_free(struct ledger *l)
 	size_t i;
 
 	ledger_unlock(l);
-	for (i = 0; i < l->sha.n; i++)
+	if (l->runfd != -1)
+		close(l->runfd);	/* and with it the run lock */
+	for (i = 0; i < l->sha.n; i++) {
 		free(l->batch[i]);
+		free(l->intent[i]);
+	}
 	free(l->batch);
+	free(l->intent);
 	idmap_free(&l->sha);
 	idmap_free(&l->ids);
 	free(l->path);
 	memset(l, 0, sizeof(*l));
-	l->fd = -1;
+	l->fd = l->runfd = -1;
 }
 
 static double
@@ -129,8 +138,57 @@ ledger_unlock(struct ledger *l)
 	}
 }
 
+int
+ledger_runlock(struct ledger *l, const char *tool)
+{
+	struct timespec nap = { 0, 50 * 1000 * 1000 };
+	struct buf path = BUF_INIT;
+	double deadline = now() + l->wait;
+	int fd, rc = 0;
+
+	buf_printf(&path, "%s.%s.lock", l->path, tool);
+	if ((fd = open(path.p, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) == -1) {
+		rc = errno == ENOENT ? QB_EX_NOINPUT : QB_EX_IOERR;
+		qb_warnsys("lock file %s", path.p);
+	}
+	while (rc == 0 && flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			qb_warnsys("lock file %s", path.p);
+			rc = QB_EX_IOERR;
+		} else if (now() >= deadline) {
+			qb_warn("another qb-%s holds %s (lock file %s; waited "
+			    "%g s, QB_LOCK_WAIT); try again later", tool,
+			    l->path, path.p, l->wait);
+			rc = QB_EX_TEMPFAIL;
+		} else
+			nanosleep(&nap, NULL);
+	}
+	if (rc != 0 && fd != -1)
+		close(fd);
+	else if (rc == 0) {
+		if (l->runfd != -1)
+			close(l->runfd);
+		l->runfd = fd;
+	}
+	buf_free(&path);
+	return rc;
+}
+
+int
+ledger_start(struct ledger *l, const char *tool, int create)
+{
+	int rc;
+
+	rc = ledger_lock(l, create ? LEDGER_APPEND : LEDGER_READ);
+	ledger_unlock(l);
+	if (rc == QB_EX_NOINPUT && !create)
+		qb_warn("ledger %s: No such file or directory", l->path);
+	return rc != 0 ? rc : ledger_runlock(l, tool);
+}
+
+/* Note a job (id set) or an intent (at set) for digest sha. */
 static void
-remember(struct ledger *l, const char *sha, const char *id)
+remember(struct ledger *l, const char *sha, const char *id, const char *at)
 {
 	size_t i;
 	int isnew;
@@ -142,12 +200,19 @@ remember(struct ledger *l, const char *sha, const char *id)
 	i = idmap_put(&l->sha, sha, strlen(sha), &isnew);
 	if (isnew) {
 		l->batch = xreallocarray(l->batch, l->sha.n, sizeof(*l->batch));
-		l->batch[i] = NULL;
+		l->intent = xreallocarray(l->intent, l->sha.n,
+		    sizeof(*l->intent));
+		l->batch[i] = l->intent[i] = NULL;
 	}
-	/* The latest record for a file wins. */
+	/* The latest record for a file wins; a job settles an intent. */
 	if (id != NULL && *id != '\0') {
 		free(l->batch[i]);
 		l->batch[i] = xstrdup(id);
+		free(l->intent[i]);
+		l->intent[i] = NULL;
+	} else if (at != NULL) {
+		free(l->intent[i]);
+		l->intent[i] = xstrdup(at);
 	}
 }
 
@@ -223,8 +288,12 @@ ledger_refresh(struct ledger *l)
 	}
 	while (nextline(fp, &line, &cap, &l->lineno) >= 0) {
 		v = yajl_tree_parse(line, NULL, 0);
-		if (YAJL_IS_OBJECT(v))
-			remember(l, json_str(v, "sha256"), json_str(v, "batch_id"));
+		if (YAJL_IS_OBJECT(v) && json_str(v, "intent") != NULL)
+			remember(l, json_str(v, "intent"), NULL,
+			    json_str(v, "at") != NULL ? json_str(v, "at") : "");
+		else if (YAJL_IS_OBJECT(v))
+			remember(l, json_str(v, "sha256"), json_str(v, "batch_id"),
+			    NULL);
 		else
 			qb_lwarn(l->path, l->lineno, "not a JSON object; ignored");
 		yajl_tree_free(v);
@@ -245,9 +314,23 @@ ledger_sha(const struct ledger *l, const char *sha256)
 {
 	size_t i = idmap_get(&l->sha, sha256, strlen(sha256));
 
-	if (i == (size_t)-1)
+	if (i == (size_t)-1 || (l->batch[i] == NULL && l->intent[i] != NULL))
 		return NULL;
 	return l->batch[i] != NULL ? l->batch[i] : "";
+}
+
+const char *
+ledger_intent(const struct ledger *l, const char *sha256)
+{
+	size_t i = idmap_get(&l->sha, sha256, strlen(sha256));
+
+	return i == (size_t)-1 ? NULL : l->intent[i];
+}
+
+int
+ledger_known(const struct ledger *l, const char *id)
+{
+	return idmap_get(&l->ids, id, strlen(id)) != (size_t)-1;
 }
 
 static int
@@ -267,9 +350,8 @@ writeall(int fd, const char *p, size_t n)
 	return 0;
 }
 
-int
-ledger_append(struct ledger *l, const char *sha256, const char *batch_id,
-    const char *line, size_t len)
+static int
+append(struct ledger *l, const char *line, size_t len)
 {
 	struct stat st;
 	char last = '\n';
@@ -295,8 +377,42 @@ ledger_append(struct ledger *l, const char *sha256, const char *batch_id,
 		return QB_EX_IOERR;
 	}
 	ledger_unlock(l);
-	remember(l, sha256, batch_id);
 	return 0;
+}
+
+int
+ledger_append(struct ledger *l, const char *sha256, const char *batch_id,
+    const char *line, size_t len)
+{
+	int rc;
+
+	if ((rc = append(l, line, len)) == 0)
+		remember(l, sha256, batch_id, NULL);
+	return rc;
+}
+
+int
+ledger_intend(struct ledger *l, const char *sha256, const char *file,
+    const char *provider)
+{
+	const unsigned char *line;
+	size_t len;
+	yajl_gen g = jout_new();
+	char at[32];
+	int rc;
+
+	provider_time((long long)time(NULL), at, sizeof(at));
+	jout_open(g);
+	jout_kstr(g, "intent", sha256);
+	jout_kstr(g, "file", file);
+	jout_kstr(g, "at", at);
+	jout_kstr(g, "provider", provider);
+	jout_close(g);
+	yajl_gen_get_buf(g, &line, &len);
+	if ((rc = append(l, (const char *)line, len)) == 0)
+		remember(l, sha256, NULL, at);
+	yajl_gen_free(g);
+	return rc;
 }
 
 int
@@ -351,107 +467,4 @@ ledger_rewrite(struct ledger *l, ledger_fn fn, void *arg)
 	}
 	ledger_unlock(l);
 	return rc;
-}
-
-/* The members job_emit may set, in the order new ones are appended. */
-enum { S_PROVIDER, S_BATCH, S_INPUT, S_STATUS, S_ENDED, S_TIME, S_COUNTS,
-    S_ERRORS, S_RESULTS, S_ERROR };
-
-struct slot {
-	const char	*key;
-	int		 what, i, done;
-};
-
-static void
-emit(yajl_gen g, const struct job_set *s, const struct slot *sl)
-{
-	const struct provider_job *pj = s->pj;
-	int i;
-
-	jout_key(g, sl->key);
-	switch (sl->what) {
-	case S_PROVIDER:
-		jout_str(g, s->provider);
-		break;
-	case S_BATCH:
-		jout_str(g, pj->id);
-		break;
-	case S_INPUT:
-		jout_str(g, pj->input_file_id);
-		break;
-	case S_STATUS:
-		jout_str(g, pj->status);
-		break;
-	case S_ENDED:
-		yajl_gen_bool(g, s->ended);
-		break;
-	case S_TIME:
-		jout_str(g, pj->time[sl->i].val);
-		break;
-	case S_COUNTS:
-		jout_open(g);
-		jout_kint(g, "total", pj->total);
-		jout_kint(g, "completed", pj->completed);
-		jout_kint(g, "failed", pj->failed);
-		jout_close(g);
-		break;
-	case S_ERRORS:
-		jout_val(g, pj->errors);
-		break;
-	case S_RESULTS:
-		yajl_gen_array_open(g);
-		for (i = 0; i < s->nresults; i++)
-			jout_str(g, s->results[i]);
-		yajl_gen_array_close(g);
-		break;
-	case S_ERROR:
-		jout_open(g);
-		jout_kstr(g, "message", s->error);
-		if (s->error_status > 0)
-			jout_kint(g, "http_status", s->error_status);
-		jout_close(g);
-		break;
-	}
-}
-
-void
-job_emit(yajl_gen g, yajl_val rec, const struct job_set *s)
-{
-	const struct provider_job *pj = s->pj;
-	struct slot sl[10 + JOB_TIMES];
-	const char *k;
-	size_t i;
-	int n = 0, j, t;
-
-#define ADD(cond, key_, what_, i_) do { if (cond) { sl[n].key = (key_); \
-	sl[n].what = (what_); sl[n].i = (i_); sl[n++].done = 0; } } while (0)
-	ADD(s->provider != NULL, "provider", S_PROVIDER, 0);
-	ADD(pj != NULL && pj->id != NULL, "batch_id", S_BATCH, 0);
-	ADD(pj != NULL && pj->input_file_id != NULL, "input_file_id", S_INPUT, 0);
-	ADD(pj != NULL, "status", S_STATUS, 0);
-	ADD(s->ended >= 0, "ended", S_ENDED, 0);
-	for (t = 0; pj != NULL && t < pj->ntime; t++)
-		ADD(1, pj->time[t].key, S_TIME, t);
-	ADD(pj != NULL && pj->has_counts, "counts", S_COUNTS, 0);
-	ADD(pj != NULL && pj->errors != NULL, "errors", S_ERRORS, 0);
-	ADD(s->results != NULL, "results", S_RESULTS, 0);
-	ADD(s->error != NULL, "error", S_ERROR, 0);
-#undef ADD
-	jout_open(g);
-	for (i = 0; YAJL_IS_OBJECT(rec) && i < rec->u.object.len; i++) {
-		k = rec->u.object.keys[i];
-		for (j = 0; j < n; j++)
-			if (strcmp(sl[j].key, k) == 0)
-				break;
-		if (j < n) {
-			if (!sl[j].done)
-				emit(g, s, &sl[j]);
-			sl[j].done = 1;
-		} else if (!(strcmp(k, "error") == 0 && pj != NULL))
-			jout_kval(g, k, rec->u.object.values[i]);
-	}
-	for (j = 0; j < n; j++)
-		if (!sl[j].done)
-			emit(g, s, &sl[j]);
-	jout_close(g);
 }

@@ -1,7 +1,13 @@
 /*
  * ledger.h: the job ledger (DESIGN.md §3, §4), a JSONL file of job
  * records that qb-submit appends to and qb-poll -i rewrites, each under
- * an exclusive flock(2); and job_emit, which writes a job record.
+ * an exclusive flock(2); the run locks that keep two runs of one tool off
+ * a ledger.
+ *
+ * Besides jobs, qb-submit appends an intent line just before it creates
+ * a batch: {"intent":SHA256,"file":...,"at":RFC3339,"provider":...}. An
+ * intent with no job after it for the same digest means a create whose
+ * outcome was never recorded; readers of jobs skip intent lines.
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_LEDGER_H
@@ -13,7 +19,6 @@
 #include <yajl/yajl_tree.h>
 
 #include "idmap.h"
-#include "provider.h"
 
 struct ledger {
 	char		*path;		/* owned */
@@ -23,9 +28,11 @@ struct ledger {
 	ino_t		 ino;
 	off_t		 off;		/* ... and how far */
 	unsigned long	 lineno;	/* lines read so far, for messages */
-	struct idmap	 sha;		/* sha256 of every job seen */
+	struct idmap	 sha;		/* sha256 of every job or intent seen */
 	char		**batch;	/* batch_id of sha member i, or NULL; owned */
+	char		**intent;	/* "at" of its intent with no job after it, or NULL; owned */
 	struct idmap	 ids;		/* every batch_id seen */
+	int		 runfd;		/* the run lock (ledger_runlock), or -1 */
 };
 
 /* Lock modes for ledger_lock. */
@@ -50,6 +57,21 @@ int ledger_lock(struct ledger *l, int mode);
 void ledger_unlock(struct ledger *l);
 
 /*
+ * Take the run lock of tool ("submit", "poll"): an exclusive flock(2) on
+ * PATH.TOOL.lock beside the ledger (made if missing), held until
+ * ledger_free. Waits up to l->wait seconds. Returns 0; or, reported,
+ * QB_EX_TEMPFAIL ("another qb-TOOL holds PATH"), QB_EX_NOINPUT when the
+ * ledger's directory is missing, QB_EX_IOERR.
+ */
+int ledger_runlock(struct ledger *l, const char *tool);
+/*
+ * Start a run of tool: check that the ledger exists (create set: make it
+ * if missing), then take the run lock. Returns 0 or a QB_EX_* status,
+ * reported (a missing ledger or directory is QB_EX_NOINPUT).
+ */
+int ledger_start(struct ledger *l, const char *tool, int create);
+
+/*
  * Read the job records added since the last call (all of them the first
  * time, or after a rewrite) into l->sha and l->ids, under a shared lock.
  * A missing file reads as empty; lines that are not JSON objects are
@@ -58,6 +80,17 @@ void ledger_unlock(struct ledger *l);
 int ledger_refresh(struct ledger *l);
 /* The batch_id recorded for sha256 ("" if none was recorded), or NULL. */
 const char *ledger_sha(const struct ledger *l, const char *sha256);
+/* The "at" of sha256's intent if no job came after it, else NULL. */
+const char *ledger_intent(const struct ledger *l, const char *sha256);
+/* 1 if some job in the ledger has batch_id id, else 0. */
+int ledger_known(const struct ledger *l, const char *id);
+
+/*
+ * Append an intent line for sha256 (file and provider as in the pack
+ * record, "at" now) as ledger_append does. Returns 0 or a QB_EX_* status.
+ */
+int ledger_intend(struct ledger *l, const char *sha256, const char *file,
+    const char *provider);
 
 /*
  * Append the len bytes of one job record at line (no newline) under an
@@ -82,24 +115,5 @@ typedef int (*ledger_fn)(void *arg, const char *line, size_t len,
  * old ledger is left as it was.
  */
 int ledger_rewrite(struct ledger *l, ledger_fn fn, void *arg);
-
-/* What job_emit changes in a record; a NULL or -1 member keeps the old value. */
-struct job_set {
-	const char	*provider;	/* "provider" */
-	const struct provider_job *pj;	/* batch_id, status, times, counts, errors */
-	int		 ended;		/* "ended": 0, 1, or -1 to keep */
-	const char *const *results;	/* "results": nresults paths */
-	int		 nresults;
-	const char	*error;		/* "error": {"message":..., "http_status":...} */
-	long		 error_status;	/* its HTTP status, 0 for none */
-};
-
-/*
- * Write into g (at the top level) the job record rec (a pack or job
- * record, or NULL) with the members s sets replaced where they stand and
- * the others appended; every other member is carried unchanged. An old
- * "error" member is dropped when s->pj is set and s->error is not.
- */
-void job_emit(yajl_gen g, yajl_val rec, const struct job_set *s);
 
 #endif

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <yajl/yajl_gen.h>
 
@@ -15,10 +16,13 @@
 #include "json.h"
 #include "jout.h"
 #include "provider.h"
+#include "rfc3339.h"
 #include "xmem.h"
 
 /* Metadata values are at most 512 characters (PROVIDERS.md §1.4). */
 #define META_VALUE_MAX 512
+/* Batches per list page, the most the API gives (§1.7). */
+#define LIST_LIMIT 100
 
 /* A malloc'd header line: prefix then value. */
 static char *
@@ -229,10 +233,41 @@ static const char *const oa_times[] = {
 	"cancelled_at", NULL
 };
 
-/* The terminal statuses (§1.6). */
+/*
+ * The terminal statuses (§1.6), compared without case: Azure says
+ * "Completed", Together "COMPLETED" (§3); "canceled" is Together's.
+ */
 static const char *const oa_ended[] = {
-	"completed", "failed", "expired", "cancelled", NULL
+	"completed", "failed", "expired", "cancelled", "canceled", NULL
 };
+
+/*
+ * Time member key of b in *t: unix seconds as OpenAI gives them, or a
+ * string of them, or an RFC 3339 string as Azure gives them (§3). In the
+ * last case the string itself is put in str (n bytes) when it fits.
+ * Returns 0, or -1 when the member is absent, null or not a time.
+ */
+static int
+btime(yajl_val b, const char *key, long long *t, char *str, size_t n)
+{
+	const char *s;
+	char *end;
+
+	if (json_int(b, key, t) == 0)
+		return 0;
+	if ((s = json_str(b, key)) == NULL || *s == '\0')
+		return -1;
+	if (*s >= '0' && *s <= '9') {
+		*t = strtoll(s, &end, 10);
+		if (*end == '\0')
+			return 0;
+	}
+	if (rfc3339_parse(s, t) != 0)
+		return -1;
+	if (str != NULL && strlen(s) < n)
+		snprintf(str, n, "%s", s);
+	return 0;
+}
 
 static int
 oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
@@ -251,7 +286,7 @@ oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 		return -1;
 	}
 	for (s = oa_ended; *s != NULL; s++)
-		if (strcmp(*s, j->status) == 0)
+		if (strcasecmp(*s, j->status) == 0)
 			j->ended = 1;
 	j->input_file_id = json_str(b, "input_file_id");
 	rc = json_get(b, "request_counts");
@@ -262,13 +297,17 @@ oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 	e = json_get(json_get(b, "errors"), "data");
 	if (YAJL_IS_ARRAY(e))
 		j->errors = e;
-	for (s = oa_times; *s != NULL && j->ntime < JOB_TIMES; s++)
-		if (json_int(b, *s, &t) == 0) {
-			j->time[j->ntime].key = *s;
-			provider_time(t, j->time[j->ntime].val,
-			    sizeof(j->time[j->ntime].val));
-			j->ntime++;
-		}
+	for (s = oa_times; *s != NULL && j->ntime < JOB_TIMES; s++) {
+		char *val = j->time[j->ntime].val;
+
+		val[0] = '\0';
+		if (btime(b, *s, &t, val, sizeof(j->time[0].val)) != 0)
+			continue;
+		/* An RFC 3339 string passes through; numbers become one. */
+		if (val[0] == '\0')
+			provider_time(t, val, sizeof(j->time[0].val));
+		j->time[j->ntime++].key = *s;
+	}
 	/* null or "" means there is no such file (§1.8): never fetched. */
 	if ((id = json_str(b, "output_file_id")) != NULL && *id != '\0') {
 		j->result[j->nresult].kind = "output";
@@ -279,6 +318,82 @@ oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 		j->result[j->nresult++].ref = id;
 	}
 	return 0;
+}
+
+/*
+ * Pages of GET /batches (§1.7), as the SDK pages them: after= the last
+ * item's id, until has_more is false. The API lists the newest first, so
+ * the first batch created before since ends the search.
+ */
+static int
+oa_find(struct http *h, const char *sha256, long long since,
+    int (*known)(void *, const char *), void *arg, yajl_val *batch)
+{
+	struct http_resp r;
+	struct buf path = BUF_INIT;
+	enum http_class c;
+	yajl_val page = NULL, data, b;
+	const char *id, *md;
+	char *after = NULL;
+	long long t;
+	size_t i;
+	int rc = 0, more = 1, pages;
+
+	*batch = NULL;
+	http_resp_init(&r);
+	for (pages = 0; more && *batch == NULL && pages < 10000; pages++) {
+		buf_reset(&path);
+		buf_printf(&path, "/batches?limit=%d", LIST_LIMIT);
+		if (after != NULL)
+			buf_printf(&path, "&after=%s", after);
+		if ((c = http_json(h, "GET", path.p, NULL, 0, 0, &r)) != HTTP_OK) {
+			rc = http_exit(c);
+			break;
+		}
+		yajl_tree_free(page);
+		page = r.body.len > 0 ? yajl_tree_parse(r.body.p, NULL, 0) : NULL;
+		data = json_get(page, "data");
+		if (!YAJL_IS_ARRAY(data)) {
+			snprintf(h->err, sizeof(h->err), "GET /batches: answer "
+			    "is not a list object");
+			rc = QB_EX_PROTOCOL;
+			break;
+		}
+		more = json_true(page, "has_more") && data->u.array.len > 0;
+		for (i = 0; i < data->u.array.len; i++) {
+			b = data->u.array.values[i];
+			if ((id = json_str(b, "id")) == NULL)
+				continue;
+			if (btime(b, "created_at", &t, NULL, 0) == 0 && t < since) {
+				more = 0;
+				break;
+			}
+			md = json_str(json_get(b, "metadata"), "qb_sha256");
+			if (md != NULL && strcmp(md, sha256) == 0 &&
+			    (known == NULL || !known(arg, id))) {
+				/* Detach it: the page is freed without it. */
+				*batch = b;
+				data->u.array.values[i] = NULL;
+				break;
+			}
+		}
+		/* Go on after the last one, unless it is not a usable id. */
+		b = data->u.array.len > 0 ?
+		    data->u.array.values[data->u.array.len - 1] : NULL;
+		id = json_str(b, "id");
+		if (more && (id == NULL || safe_id(h, id) != 0 ||
+		    (after != NULL && strcmp(after, id) == 0)))
+			more = 0;
+		if (more) {
+			free(after);
+			after = xstrdup(id);
+		}
+	}
+	yajl_tree_free(page);
+	free(after);
+	buf_free(&path);
+	http_resp_free(&r);
+	return rc;
 }
 
 const struct provider provider_openai = {
@@ -300,4 +415,5 @@ const struct provider provider_openai = {
 	.cancel = oa_cancel,
 	.fetch = oa_fetch,
 	.job = oa_job,
+	.find = oa_find,
 };

@@ -106,6 +106,17 @@ struct provider {
 	 */
 	int	(*job)(yajl_val batch, struct provider_job *j, char *err,
 		    size_t errlen);
+	/*
+	 * Look through the provider's batches, newest first, for one whose
+	 * metadata qb_sha256 is sha256 and whose id known(arg, id) does not
+	 * claim (known may be NULL), stopping at the first batch created
+	 * before since (unix seconds). Returns 0 with *batch the batch
+	 * object (the caller frees it) or NULL when there is none; or a
+	 * QB_EX_* status with the reason in h->err.
+	 */
+	int	(*find)(struct http *h, const char *sha256, long long since,
+		    int (*known)(void *arg, const char *id), void *arg,
+		    yajl_val *batch);
 };
 
 /*
@@ -124,6 +135,15 @@ const struct provider *provider_find(const char *name);
  */
 void provider_open(const struct provider *p, struct http *h,
     const char *base, const char *keyfile);
+
+/*
+ * Check what provider_open would use for p before any work is done: exit
+ * QB_EX_CONFIG when the base URL (base, else p->base_env, else the
+ * default) is not an http or https URL, or, if key is set and there is no
+ * keyfile, when p->key_env is set but empty. (common/provcheck.c)
+ */
+void provider_check(const struct provider *p, const char *base,
+    const char *keyfile, int key);
 
 /*
  * One open connection per provider a run talks to, so that a stream of

@@ -1,8 +1,10 @@
 #!/bin/sh
 # qb-submit against the provider emulator: job records, the ledger, keys,
-# retries (scripted 5xx and 429), create timeouts, permanent refusals.
+# retries (scripted 5xx and 429), create timeouts, permanent refusals; the
+# run lock, intents and adoption of batches whose job was never recorded,
+# submitting again a file whose batch ran nothing, configuration errors.
 . "$(dirname "$0")/lib.sh"
-plan 70
+plan 122
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -13,6 +15,21 @@ script() { printf '%s\n' "$@" | curl -s -X POST --data-binary @- "$FAKE_URL/_qb/
 # reset: forget files, batches, counters and scripted rules
 reset() { curl -s -X POST "$FAKE_URL/_qb/reset" >/dev/null; }
 stat_of() { fake_stats | jqr "$1"; }
+# jobs LEDGER: the job lines of a ledger (intent lines left out)
+jobs() { jq -c 'select(.batch_id)' "$1"; }
+# until_stat FILTER VALUE: wait (up to 10 s) for an emulator counter
+until_stat() {
+	_w=0
+	while [ "$(stat_of "$1")" != "$2" ] && [ $_w -lt 200 ]; do sleep 0.05; _w=$((_w + 1)); done
+}
+# hold FILE: flock FILE from another process until release is called
+hold() {
+	rm -f "$T/held" "$T/release"
+	flock -o "$1" sh -c ": >'$T/held'; while [ ! -e '$T/release' ]; do sleep 0.05; done" >/dev/null 2>&1 &
+	holdpid=$!
+	while [ ! -e "$T/held" ]; do sleep 0.05; done
+}
+release() { : >"$T/release"; wait "$holdpid"; }
 
 cd "$T" || exit 1
 mkdir b
@@ -47,24 +64,32 @@ is "$(jqr '.counts|[.total,.completed,.failed]|@tsv' job.jsonl)" "$(printf '0\t0
 is "$(jqr '.results|length' job.jsonl)" 0 "results empty"
 ok_if "created_at is RFC 3339 UTC" -n "$(jqr .created_at job.jsonl | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$')"
 ok_if "expires_at is RFC 3339 UTC" -n "$(jqr .expires_at job.jsonl | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$')"
-check_same led.jsonl job.jsonl "the ledger holds the printed record"
+jobs led.jsonl >ledjobs.jsonl
+check_same ledjobs.jsonl job.jsonl "the ledger holds the printed record"
+is "$(head -n 1 led.jsonl | jqr '[.intent,.file,.provider]|@tsv')" "$(printf '%s\t%s\topenai' "$S1" "$F1")" \
+    "an intent line for the file comes before it"
+ok_if "the intent's time is RFC 3339 UTC" -n "$(head -n 1 led.jsonl | jqr .at | grep -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$')"
 is "$(cat "$T/err")" "qb-submit: 1 submitted, 0 skipped (already in ledger), 0 rejected" "summary line"
+ok_if "the run lock file is beside the ledger" -e led.jsonl.submit.lock
 B1=$(jqr .batch_id job.jsonl)
 is "$(curl -s -H 'Authorization: Bearer sk-test' "$OPENAI_BASE_URL/batches/$B1" | jqr .metadata.qb_sha256)" "$S1" \
     "batch metadata carries the file's sha256"
 
 # the ledger makes a re-run safe
+cp led.jsonl led.before
 check_exit 0 "re-run with the ledger" qb-submit -l led.jsonl one.jsonl
 is "$(wc -c <"$T/out" | tr -d ' ')" 0 "nothing printed for a skipped file"
 like "$(cat "$T/err")" "already submitted as $B1" "skip names the batch"
 like "$(cat "$T/err")" "0 submitted, 1 skipped (already in ledger)" "summary counts the skip"
 is "$(stat_of .uploads)" 1 "no second upload"
-is "$(wc -l <led.jsonl | tr -d ' ')" 1 "ledger unchanged"
+check_same led.jsonl led.before "ledger unchanged"
 check_exit 0 "the whole pack: only the new file goes" qb-submit -l led.jsonl pack.jsonl
 is "$(wc -l <"$T/out" | tr -d ' ')" 1 "one new job"
-is "$(wc -l <led.jsonl | tr -d ' ')" 2 "ledger has both"
+is "$(jobs led.jsonl | wc -l | tr -d ' ')" 2 "ledger has both"
 check_exit 0 "the same file twice in one run without a ledger" qb-submit one.jsonl one.jsonl
 is "$(wc -l <"$T/out" | tr -d ' ')" 1 "submitted once"
+is "$(cat "$T/err" | tail -n 1)" "qb-submit: 1 submitted, 1 skipped (repeated in this run), 0 rejected" \
+    "no ledger: the skip is not said to be in a ledger"
 
 # a ledger locked by another process for too long: nothing uploaded
 n0=$(stat_of .uploads)
@@ -123,7 +148,8 @@ check_exit 75 "500 always: temporary failure" qb-submit -l led75.jsonl pack.json
 is "$(wc -c <"$T/out" | tr -d ' ')" 0 "nothing printed"
 like "$(cat "$T/err")" "not submitted (stopped after an earlier failure)" "the rest are named"
 like "$(cat "$T/err")" "0 submitted, 0 skipped (already in ledger), 0 rejected, 2 not submitted" "summary counts them"
-ok_if "nothing ledgered" ! -s led75.jsonl
+is "$(jobs led75.jsonl)" "" "no job ledgered"
+is "$(jqr .intent led75.jsonl)" "$(jqr .sha256 pack.jsonl | head -n 1)" "only the intent of the file tried"
 reset
 script '{"on":"POST /v1/batches","status":503,"headers":{"x-should-retry":"false"}}'
 check_exit 75 "x-should-retry: false is obeyed" qb-submit one.jsonl
@@ -133,8 +159,115 @@ script '{"on":"POST /v1/batches","delay":2}'
 check_exit 75 "create timed out after sending" env QB_HTTP_TIMEOUT=1 qb-submit -v -l ledto.jsonl one.jsonl
 like "$(cat "$T/err")" "outcome unknown" "reported as outcome unknown"
 unlike "$(cat "$T/err")" "retry" "never retried"
+# The emulator made the batch all the same: the next run finds and adopts it.
+until_stat .batches_created 1
+check_exit 0 "a re-run after an unknown outcome" qb-submit -l ledto.jsonl one.jsonl
+is "$(stat_of '[.uploads,.batches_created]|@tsv')" "$(printf '1\t1')" "adopted: no second upload or create"
+is "$(jqr .batch_id "$T/out")" "$(curl -s -H 'Authorization: Bearer sk-test' "$OPENAI_BASE_URL/batches" | jqr '.data[0].id')" \
+    "the job printed is the batch made"
+is "$(jobs ledto.jsonl | jqr .batch_id)" "$(jqr .batch_id "$T/out")" "and ledgered"
+like "$(cat "$T/err")" "adopted batch" "says so"
+like "$(cat "$T/err")" "0 submitted, 1 adopted" "summary counts it"
+n0=$(stat_of '.requests["GET /v1/batches"]."200"')
+check_exit 0 "a third run skips it" qb-submit -l ledto.jsonl one.jsonl
+is "$(stat_of '.requests["GET /v1/batches"]."200"')" "$n0" "without listing again"
 reset
 script '{"on":"POST /v1/batches","status":400,"body":{"error":{"message":"bad endpoint","type":"invalid_request_error","param":null,"code":null}}}'
 check_exit 69 "a permanent refusal" qb-submit one.jsonl
 like "$(cat "$T/err")" "HTTP 400: bad endpoint" "the provider's message"
 is "$(stat_of '.requests["DELETE /v1/files/{id}"]."200"')" 1 "the orphan upload is deleted"
+
+clock() { curl -s -X POST -d "{\"advance\":$1}" "$FAKE_URL/_qb/clock" >/dev/null; }
+
+# the ledger is made and locked before anything is uploaded
+reset
+check_exit 66 "a ledger in a missing directory" qb-submit -l nodir/led.jsonl one.jsonl
+is "$(stat_of .uploads)" 0 "fails before the upload"
+qb-submit one.jsonl >&- 2>"$T/err"
+is "$?" 74 "closed standard output, no ledger: exit 74"
+like "$(cat "$T/err")" "standard output is not open for writing" "says why"
+is "$(stat_of .uploads)" 0 "fails before the upload"
+
+# two runs at once on one ledger: the second waits, then skips
+reset
+script '{"on":"POST /v1/batches","delay":0.4,"times":-1}'
+qb-submit -l conc.jsonl pack.jsonl >conc1.out 2>conc1.err &
+p1=$!
+qb-submit -l conc.jsonl pack.jsonl >conc2.out 2>conc2.err
+rc2=$?
+wait "$p1"
+rc1=$?
+is "$rc1:$rc2" "0:0" "both runs succeed"
+is "$(stat_of '[.uploads,.batches_created]|@tsv')" "$(printf '2\t2')" "each file uploaded and created once"
+is "$(jobs conc.jsonl | wc -l | tr -d ' ')" 2 "two jobs ledgered"
+is "$(cat conc1.out conc2.out | wc -l | tr -d ' ')" 2 "two jobs printed in all"
+hold conc.jsonl.submit.lock
+check_exit 75 "the run lock held past QB_LOCK_WAIT" env QB_LOCK_WAIT=0.2 qb-submit -l conc.jsonl pack.jsonl
+like "$(cat "$T/err")" "another qb-submit holds conc.jsonl" "says who holds it"
+release
+
+# killed between the create and the ledger: the next run adopts the batch
+reset
+script '{"on":"POST /v1/batches","delay":1}'
+qb-submit -l kill.jsonl one.jsonl >/dev/null 2>&1 &
+kp=$!
+until_stat '.requests["POST /v1/files"]."200"' 1
+sleep 0.3
+kill -9 "$kp"
+wait "$kp" 2>/dev/null
+until_stat .batches_created 1
+is "$(jobs kill.jsonl)" "" "nothing but the intent was ledgered"
+check_exit 0 "the run after the kill" qb-submit -l kill.jsonl one.jsonl
+is "$(stat_of '[.uploads,.batches_created]|@tsv')" "$(printf '1\t1')" "adopted, not submitted again"
+is "$(jobs kill.jsonl | jqr .sha256)" "$S1" "the job is in the ledger"
+
+# the ledger stays locked after the create: the job is printed, then adopted
+reset
+script '{"on":"POST /v1/batches","delay":0.5}'
+QB_LOCK_WAIT=0.2 qb-submit -l late.jsonl one.jsonl >late.out 2>late.err &
+lp=$!
+_w=0
+while ! grep -q intent late.jsonl 2>/dev/null && [ $_w -lt 200 ]; do sleep 0.02; _w=$((_w + 1)); done
+hold late.jsonl
+wait "$lp"
+is "$?" 75 "the ledger locked after the create: exit 75"
+is "$(jqr .sha256 late.out)" "$S1" "the job record is printed all the same"
+like "$(cat late.err)" "run again with this ledger to adopt" "says how to recover"
+release
+check_exit 0 "the next run" qb-submit -l late.jsonl one.jsonl
+is "$(jqr .batch_id "$T/out")" "$(jqr .batch_id late.out)" "adopts that batch"
+is "$(stat_of .batches_created)" 1 "no second create"
+
+# a batch that failed, or was cancelled with nothing run: submitted again
+reset
+printf '%s\n' '{"custom_id":"d1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[]}}' \
+    '{"custom_id":"d1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[]}}' >dup.jsonl
+jq -nc --arg s "$(sha256sum dup.jsonl | cut -d' ' -f1)" \
+    '{file:"dup.jsonl",provider:"openai",endpoint:"/v1/chat/completions",model:"m1",requests:2,sha256:$s}' >dup.pack
+qb-submit -l again.jsonl dup.pack >/dev/null 2>&1
+clock 2
+check_exit 0 "a file whose batch failed" qb-submit -v -l again.jsonl dup.pack
+like "$(cat "$T/err")" "ended failed with nothing run; submitting again" "-v says why"
+is "$(stat_of '[.uploads,.batches_created]|@tsv')" "$(printf '2\t2')" "uploaded and created again"
+is "$(jobs again.jsonl | jqr .batch_id | sort -u | wc -l | tr -d ' ')" 2 "a new job line; the old one stays"
+check_exit 0 "another file" qb-submit -l again.jsonl one.jsonl
+B=$(jqr .batch_id "$T/out")
+check_exit 0 "while its batch runs" qb-submit -l again.jsonl one.jsonl
+like "$(cat "$T/err")" "already submitted as $B (" "it is skipped"
+is "$(stat_of .batches_created)" 3 "no second create for it"
+curl -s -X POST -H 'Authorization: Bearer sk-test' "$OPENAI_BASE_URL/batches/$B/cancel" >/dev/null
+clock 2
+check_exit 0 "a file whose batch was cancelled before running" qb-submit -l again.jsonl one.jsonl
+is "$(jqr .batch_id "$T/out" | grep -c batch_)" 1 "is submitted again"
+clock 2
+check_exit 0 "a file whose batch completed" qb-submit -l again.jsonl one.jsonl
+like "$(cat "$T/err")" "(completed); skipped" "is skipped"
+
+# configuration errors come first
+check_exit 78 "an ftp base URL" qb-submit --base-url ftp://example.com/v1 bad.jsonl
+is "$(cat "$T/err")" 'qb-submit: --base-url "ftp://example.com/v1": not an http or https URL' \
+    "said once, before any record"
+check_exit 78 "an unparseable OPENAI_BASE_URL" env OPENAI_BASE_URL='http://' qb-submit one.jsonl
+like "$(cat "$T/err")" 'OPENAI_BASE_URL "http://": cannot be parsed' "says which variable"
+check_exit 78 "an empty key" env OPENAI_API_KEY= qb-submit one.jsonl
+is "$(cat "$T/err")" "qb-submit: OPENAI_API_KEY is empty" "says it is empty"

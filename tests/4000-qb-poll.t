@@ -1,9 +1,10 @@
 #!/bin/sh
 # qb-poll against the provider emulator: status updates, --wait, result
 # downloads, failed and expired batches, transient and permanent errors,
-# and -i on a ledger.
+# -t as a deadline, Azure's status words and times, and -i on a ledger
+# (its run lock, intent lines).
 . "$(dirname "$0")/lib.sh"
-plan 67
+plan 91
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -13,6 +14,14 @@ fake_start --batch-seconds 3
 clock() { curl -s -X POST -d "{\"advance\":$1}" "$FAKE_URL/_qb/clock" >/dev/null; }
 script() { printf '%s\n' "$@" | curl -s -X POST --data-binary @- "$FAKE_URL/_qb/script" >/dev/null; }
 stat_of() { fake_stats | jqr "$1"; }
+# hold FILE: flock FILE from another process until release is called
+hold() {
+	rm -f "$T/held" "$T/release"
+	flock -o "$1" sh -c ": >'$T/held'; while [ ! -e '$T/release' ]; do sleep 0.05; done" >/dev/null 2>&1 &
+	holdpid=$!
+	while [ ! -e "$T/held" ]; do sleep 0.05; done
+}
+release() { : >"$T/release"; wait "$holdpid"; }
 # packrec FILE: a pack record for a batch file written by hand
 packrec() {
 	jq -nc --arg f "$1" --arg s "$(sha256sum "$1" | cut -d' ' -f1)" \
@@ -25,6 +34,7 @@ line() {
 
 cd "$T" || exit 1
 mkdir res
+R=$(cd res && pwd -P)
 { line m1 a1; line m1 a2; } >ok.jsonl
 { line m1 d1; line m1 d1; } >dup.jsonl
 packrec ok.jsonl >ok.pack
@@ -33,6 +43,8 @@ packrec dup.jsonl >dup.pack
 # options
 check_exit 0 "-h" qb-poll -h
 like "$(cat "$T/out")" "usage: qb-poll" "-h prints usage"
+like "$(cat "$T/out")" "print only the jobs that
+                         ended in this run" "-h: -i prints only the jobs that ended in this run"
 check_exit 64 "-i with operands" qb-poll -i led.jsonl job.jsonl
 check_exit 66 "-i on a missing ledger" qb-poll -i nonexistent.jsonl
 check_exit 66 "missing result dir" qb-poll -d nodir /dev/null
@@ -53,7 +65,7 @@ clock 2.6
 check_exit 0 "--wait until it ends" qb-poll -w --interval 0.2 -t 30 -d res p1.jsonl
 cp "$T/out" done.jsonl
 is "$(jqr '[.status,.ended]|@tsv' done.jsonl)" "$(printf 'completed\ttrue')" "completed, ended"
-is "$(jqr '.results|join(" ")' done.jsonl)" "res/$B.output.jsonl" "results lists the output file"
+is "$(jqr '.results|join(" ")' done.jsonl)" "$R/$B.output.jsonl" "results lists the output file, by absolute path"
 is "$(wc -l <"res/$B.output.jsonl" | tr -d ' ')" 2 "output file has both lines"
 is "$(jqr .custom_id "res/$B.output.jsonl" | sort | tr '\n' ' ')" "a1 a2 " "both ids in it"
 ok_if "no error file for an all-good batch" ! -e "res/$B.errors.jsonl"
@@ -107,6 +119,46 @@ check_exit 0 "the next poll fetches it" qb-poll -d res half.jsonl
 is "$(jqr .ended "$T/out")" true "now ended"
 ok_if "file there" -s "res/$B2.output.jsonl"
 
+# a result file that cannot be had: not ended, and tried again next time
+qb-submit ok.pack >job4.jsonl 2>/dev/null
+clock 5
+script '{"on":"GET /v1/files/*/content","status":404,"body":{"error":{"message":"No such File object","type":"invalid_request_error","param":null,"code":null}}}'
+check_exit 1 "a result file answers 404" qb-poll -d res job4.jsonl
+cp "$T/out" f404.jsonl
+is "$(jqr '[.status,.ended,(.results|length)]|@tsv' f404.jsonl)" "$(printf 'completed\tfalse\t0')" "completed, but not ended"
+like "$(jqr .error.message f404.jsonl)" "output file file-" "the error names the file"
+like "$(jqr .error.message f404.jsonl)" "HTTP 404: No such File object" "and the reason"
+is "$(jqr .error.http_status f404.jsonl)" 404 "with its status"
+check_exit 0 "the next poll" qb-poll -d res f404.jsonl
+is "$(jqr '[.ended,has("error"),(.results|length)]|@tsv' "$T/out")" "$(printf 'true\tfalse\t1')" "fetches it: ended, error gone"
+
+# a server that never answers: -t is a deadline, not a wish
+qb-submit ok.pack >job5.jsonl 2>/dev/null
+qb-submit ok.pack >>job5.jsonl 2>/dev/null
+n0=$(stat_of '.requests["GET /v1/batches/{id}"]."200"')
+script '{"on":"GET /v1/batches/*","delay":30}'
+t0=$(date +%s)
+check_exit 75 "a server that never answers (-w -t 1)" timeout 20 qb-poll -w --interval 0.1 -t 1 -d res job5.jsonl
+ok_if "it gives up at the deadline" $(($(date +%s) - t0)) -le 4
+is "$(jqr .ended "$T/out" | tr '\n' ' ')" "false false " "both jobs printed, not ended"
+is "$(stat_of '.requests["GET /v1/batches/{id}"]."200"')" "$n0" "no request started after the deadline"
+like "$(cat "$T/err")" "2 jobs still running" "says so"
+
+# Azure and older compatible hosts: capitalised statuses, string times
+qb-submit ok.pack >az.jsonl 2>/dev/null
+AZ=$(jqr .batch_id az.jsonl)
+FID=$(jqr .input_file_id az.jsonl)
+script "$(jq -nc --arg id "$AZ" --arg f "$FID" '{on:("GET /v1/batches/"+$id),status:200,body:{id:$id,object:"batch",
+    endpoint:"/v1/chat/completions",input_file_id:$f,completion_window:"24h",status:"Completed",output_file_id:$f,
+    error_file_id:"",created_at:"2026-11-30T16:00:00Z",in_progress_at:"2026-11-30T16:00:10.5Z",
+    completed_at:"2026-11-30T17:00:00.123456+01:00",expires_at:null,request_counts:{total:2,completed:2,failed:0}}}')"
+check_exit 0 "an Azure batch" qb-poll -d res az.jsonl
+is "$(jqr '[.status,.ended,(.results|length)]|@tsv' "$T/out")" "$(printf 'Completed\ttrue\t1')" \
+    "\"Completed\" is ended; the word is kept; its file fetched"
+is "$(jqr '[.created_at,.in_progress_at,.completed_at]|@tsv' "$T/out")" \
+    "$(printf '2026-11-30T16:00:00Z\t2026-11-30T16:00:10.5Z\t2026-11-30T16:00:00Z')" \
+    "RFC 3339 times kept, or made UTC when too long"
+
 # the wait times out
 qb-submit ok.pack >job3.jsonl 2>/dev/null
 check_exit 75 "--wait past --timeout" qb-poll -w --interval 0.1 -t 0.3 -d res job3.jsonl
@@ -140,6 +192,20 @@ wait "$lockpid"
 check_exit 1 "-i again: nothing to do" qb-poll -i led.jsonl -d res
 is "$(wc -c <"$T/out" | tr -d ' ')" 0 "prints nothing"
 is "$(ls | grep -c 'led.jsonl.tmp')" 0 "no temporary ledger left"
+hold led.jsonl.poll.lock
+cp led.jsonl led.before
+check_exit 75 "-i while another qb-poll -i runs on the ledger" env QB_LOCK_WAIT=0.2 qb-poll -i led.jsonl -d res
+like "$(cat "$T/err")" "another qb-poll holds led.jsonl" "says so"
+check_same led.jsonl led.before "ledger untouched"
+release
+
+# intent lines of qb-submit are not jobs: skipped quietly, kept
+{ cat job3.jsonl; printf '{"intent":"%064d","file":"x.jsonl","at":"2026-11-30T16:00:00Z","provider":"openai"}\n' 0; } >led2.jsonl
+check_exit 0 "-i on a ledger with an intent line" qb-poll -i led2.jsonl -d res
+is "$(cat "$T/err")" "" "nothing said about it"
+is "$(sed -n 2p led2.jsonl | jqr .file)" x.jsonl "the intent line is kept"
+check_exit 0 "the same as operand" qb-poll -d res led2.jsonl
+is "$(wc -l <"$T/out" | tr -d ' ')" 1 "only the job is printed"
 
 # an expired batch: both files
 fake_start --batch-seconds 3 --expire-after-requests 1
@@ -149,6 +215,6 @@ E=$(jqr .batch_id ejob.jsonl)
 check_exit 0 "--wait on a batch that expires" qb-poll -w --interval 0.2 -t 30 -d res ejob.jsonl
 cp "$T/out" exp.jsonl
 is "$(jqr '[.status,.ended]|@tsv' exp.jsonl)" "$(printf 'expired\ttrue')" "expired, ended"
-is "$(jqr '.results|join(" ")' exp.jsonl)" "res/$E.output.jsonl res/$E.errors.jsonl" "both files listed"
+is "$(jqr '.results|join(" ")' exp.jsonl)" "$R/$E.output.jsonl $R/$E.errors.jsonl" "both files listed"
 is "$(wc -l <"res/$E.output.jsonl" | tr -d ' ')" 1 "one answered"
 is "$(jqr .error.code "res/$E.errors.jsonl")" batch_expired "one expired"

@@ -1,10 +1,12 @@
 #!/bin/sh
 # The whole batch pipeline against the emulator: pack -> submit -> poll
 # -> reconcile, with a request the provider refuses (400), one it fails
-# (500), an expired batch (case 14 end to end), and a re-run from cron.
+# (500), an expired batch (case 14 end to end), a re-run from cron, and a
+# batch failed for the enqueued-token limit whose retries pack into the
+# very same file, which must go again.
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null 2>&1 || skip_all "jq is needed"
-plan 19
+plan 25
 
 # 12 items; i05 is refused (400), i09 fails on the server side (500).
 i=1
@@ -27,7 +29,7 @@ qb-pack -p openai -e /v1/chat/completions -d "$T/b" -n 5 "$T/items.jsonl.gz" >"$
 is "$?:$(wc -l <"$T/packs" | tr -d ' ')" "0:3" "pack: 12 items in files of at most 5"
 qb-submit --ledger "$T/jobs" <"$T/packs" >"$T/submitted" 2>"$T/err"
 is "$?:$(wc -l <"$T/submitted" | tr -d ' ')" "0:3" "submit: three batches"
-is "$(jqr .batch_id "$T/jobs" | sort | tr '\n' ' ')" "$(jqr .batch_id "$T/submitted" | sort | tr '\n' ' ')" "submit: the ledger holds every job printed"
+is "$(jqr 'select(.batch_id) | .batch_id' "$T/jobs" | sort | tr '\n' ' ')" "$(jqr .batch_id "$T/submitted" | sort | tr '\n' ' ')" "submit: the ledger holds every job printed"
 qb-poll --wait --interval 0.1 --timeout 60 -d "$T/r" <"$T/submitted" >"$T/polled" 2>"$T/err"
 is "$?:$(jqr 'select(.ended) | .status' "$T/polled" | sort -u)" "0:completed" "poll: every batch ended, completed"
 qb-reconcile -r "$T/items.jsonl.gz" <"$T/polled" >"$T/outcomes" 2>"$T/err"
@@ -67,6 +69,31 @@ mkdir -p "$T/b4"
 qb-pack -d "$T/b4" "$T/retry3.jsonl" >/dev/null
 is "$(cat "$T"/b4/*.jsonl | jqr .custom_id | tr '\n' ' ')" "x3 " "case 14: what finished is never run again"
 is "$(jqr 'select(.outcome=="retry") | .status' "$T/out3")" "expired" "case 14: the retry says why"
+fake_stop
+
+# token_limit_exceeded: the second file fails, its items come back as
+# retries, pack into the same file (same sha256), and are submitted again.
+fake_start --batch-seconds 0.5 --enqueued-token-limit 45
+i=1
+while [ $i -le 10 ]; do
+	printf '{"id":"t%02d","body":{"model":"m1","messages":[{"role":"user","content":"text %02d about work"}]}}\n' $i $i
+	i=$((i + 1))
+done >"$T/t.jsonl"
+mkdir -p "$T/b5" "$T/r5"
+qb-pack -d "$T/b5" -n 5 "$T/t.jsonl" | qb-submit -q -l "$T/jobs5" >"$T/sub5"
+qb-poll -w --interval 0.1 --timeout 60 -d "$T/r5" <"$T/sub5" >"$T/polled5"
+is "$(jqr 'select(.status=="failed") | .errors[0].code' "$T/polled5")" token_limit_exceeded "token limit: one batch failed"
+qb-reconcile -r "$T/t.jsonl" <"$T/polled5" 2>/dev/null | jqr 'select(.outcome=="retry")' >"$T/retry5.jsonl"
+qb-pack -d "$T/b5" "$T/retry5.jsonl" >"$T/packs5"
+is "$(jqr .sha256 "$T/packs5")" "$(jqr 'select(.status=="failed") | .sha256' "$T/polled5")" "token limit: the retries pack into the same file"
+qb-submit -v -l "$T/jobs5" <"$T/packs5" >"$T/sub6" 2>"$T/err"
+is "$?:$(wc -l <"$T/sub6" | tr -d ' ')" "0:1" "token limit: the file is submitted again"
+like "$(cat "$T/err")" "ended failed with nothing run; submitting again" "token limit: -v says why"
+qb-poll -w --interval 0.1 --timeout 60 -d "$T/r5" <"$T/sub6" >"$T/polled6"
+is "$(qb-reconcile -r "$T/retry5.jsonl" <"$T/polled6" 2>/dev/null | jqr .outcome | sort | uniq -c | tr -s ' ')" " 5 done" \
+    "token limit: the retried items are done"
+is "$(jqr 'select(.batch_id) | .sha256' "$T/jobs5" | wc -l | tr -d ' '):$(jqr 'select(.batch_id) | .sha256' "$T/jobs5" | grep -c "$(jqr .sha256 "$T/packs5")")" "3:2" \
+    "token limit: the ledger keeps the failed job and adds the new one"
 fake_stop
 
 # A wrong key stops at the first call with 77 and keeps the pack records.
