@@ -1,0 +1,618 @@
+/*
+ * qb-drain: take work off a queue in windows and hand it on as item
+ * records; put item records on a queue (--enqueue); settle each item on
+ * its queue once its outcome is known (--settle).
+ *
+ * A window closes when it holds -n messages or -t seconds have passed.
+ * Each message becomes an item: the body's members, with "id" (the
+ * body's, else the message id), "queue", "receipt" and "receives" added.
+ * Leases cover the window plus --visibility seconds, and are extended
+ * before the items are handed on when they would not. --commit passes
+ * custody to the output file: written, fsynced, then the messages go.
+ * --settle reads outcome records: done and dead are deleted (dead ones
+ * first written to the dead letter), retry is released after a backoff
+ * that doubles with each receive.
+ * SPDX-License-Identifier: ISC
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "afile.h"
+#include "exits.h"
+#include "idmap.h"
+#include "jout.h"
+#include "json.h"
+#include "jsonl.h"
+#include "msg.h"
+#include "num.h"
+#include "opt.h"
+#include "queue.h"
+#include "sqs.h"
+#include "xmem.h"
+
+static const char usage[] =
+    "[-chqVv] [--dead-letter file] [--dead-letter-queue queue]\n"
+    "       [--max-receives n] [--visibility seconds] [--wait seconds]\n"
+    "       [-n count] [-o file] [-Q queue] [-t seconds]\n"
+    "       qb-drain --enqueue [-hqVv] [--strict] [-Q queue] [file ...]\n"
+    "       qb-drain --settle [-hqVv] [--strict] [--dead-letter file]\n"
+    "       [--dead-letter-queue queue] [--max-receives n]\n"
+    "       [--retry-delay seconds] [-o file] [-Q queue] [file ...]";
+static const char help[] =
+    "  -c, --commit           custody by file: write and fsync the items, then\n"
+    "                         delete the messages (not with a pipe on stdout)\n"
+    "      --dead-letter FILE append dead items to FILE\n"
+    "      --dead-letter-queue Q  send dead items to queue Q\n"
+    "      --enqueue          put the item records read on the queue\n"
+    "      --max-receives N   dead-letter items received more than N times\n"
+    "  -n, --count N          close the window at N messages (default 100)\n"
+    "  -o, --output FILE      write to FILE (atomically) instead of stdout\n"
+    "  -Q, --queue Q          dir:PATH, -, sqs://REGION/ACCOUNT/NAME or an SQS\n"
+    "                         queue URL (default QB_QUEUE)\n"
+    "      --retry-delay S    first backoff of a retry outcome (default 30)\n"
+    "      --settle           settle the outcome records read\n"
+    "      --strict           stop at the first bad line (exit 65)\n"
+    "  -t, --timeout S        close the window after S seconds (default 10)\n"
+    "      --visibility S     seconds the items stay leased after the window\n"
+    "                         closes, for the call and the settle (default 300)\n"
+    "      --wait S           long-poll seconds per SQS receive (default 5, <= 20)\n"
+    "  -h, -V, -v, -q         help, version, verbose, quiet\n";
+
+enum { OPT_DL = 256, OPT_DLQ, OPT_ENQ, OPT_MAXR, OPT_RDELAY, OPT_SETTLE,
+    OPT_STRICT, OPT_VIS, OPT_WAIT };
+
+struct opts {
+	const char	*queue, *out, *dl, *dlq;
+	long		 count, maxr;
+	double		 timeout, vis, wait, rdelay;
+	int		 commit, enqueue, settle, strict;
+};
+
+struct run {
+	const struct opts *o;
+	struct queue	*q, *dlq;
+	FILE		*out, *dl;
+	struct afile	 af;
+	int		 atomic;
+	yajl_gen	 g;
+	int		 rc;		/* worst non-fatal status so far */
+};
+
+static double
+mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+put(struct run *R, FILE *fp)
+{
+	if (jout_line(R->g, fp) == -1)
+		qb_diesys(QB_EX_IOERR, "write error");
+}
+
+/* The item record for message m into R->g. */
+static void
+item(struct run *R, const struct qmsg *m, yajl_val v)
+{
+	static const char *const skip[] = { "id", "queue", "receipt",
+	    "receives", NULL };
+	const char *id = json_str(v, "id");
+
+	jout_open(R->g);
+	jout_kstr(R->g, "id", id != NULL ? id : m->id);
+	if (YAJL_IS_OBJECT(v))
+		jout_members(R->g, v, skip);
+	else {
+		jout_key(R->g, "body");
+		jout_strn(R->g, m->body, m->len);
+	}
+	jout_kstr(R->g, "queue", R->q->name);
+	jout_kstr(R->g, "receipt", m->receipt);
+	jout_kint(R->g, "receives", m->receives);
+	jout_close(R->g);
+}
+
+/* Write the finished record in R->g as a dead letter; 0 or a QB_EX_*. */
+static int
+deadletter(struct run *R)
+{
+	const unsigned char *p;
+	size_t n;
+	int rc = 0;
+
+	yajl_gen_get_buf(R->g, &p, &n);
+	if (R->dl != NULL && (fwrite(p, 1, n, R->dl) != n ||
+	    putc('\n', R->dl) == EOF || fflush(R->dl) != 0 ||
+	    fsync(fileno(R->dl)) == -1)) {
+		qb_warnsys("dead letter file %s", R->o->dl);
+		rc = QB_EX_IOERR;
+	}
+	if (rc == 0 && R->dlq != NULL && ((rc = R->dlq->send(R->dlq,
+	    (const char *)p, n)) != 0 || (rc = R->dlq->flush(R->dlq)) != 0))
+		qb_warn("dead letter queue %s: not sent", R->dlq->name);
+	yajl_gen_clear(R->g);
+	yajl_gen_reset(R->g, NULL);
+	return rc;
+}
+
+/* Delete b's messages; report those that fail. */
+static void
+delete_all(struct run *R, struct qbatch *b)
+{
+	struct qsettle *s = xcalloc(b->n ? b->n : 1, sizeof(*s));
+	size_t i;
+
+	for (i = 0; i < b->n; i++) {
+		s[i].receipt = b->m[i].receipt;
+		s[i].act = QA_DELETE;
+	}
+	R->q->settle(R->q, s, b->n);
+	for (i = 0; i < b->n; i++)
+		if (s[i].rc != 0) {
+			qb_warn("%s: message %s not deleted: %s", R->q->name,
+			    b->m[i].id, s[i].why);
+			R->rc = QB_EX_PARTIAL;
+		}
+	free(s);
+}
+
+/* Close one window: dead-letter, extend, hand on, commit. */
+static void
+handon(struct run *R, struct qbatch *b)
+{
+	const struct opts *o = R->o;
+	struct qbatch dead = { NULL, 0, 0 };
+	char err[160];
+	double need = queue_now() + o->vis;
+	size_t i, k, nlow = 0;
+	yajl_val v;
+
+	for (i = k = 0; i < b->n; i++) {
+		struct qmsg *m = &b->m[i];
+
+		if (m->receipt == NULL) {	/* stdin: pass the line on */
+			if ((v = json_tree(m->body, err, sizeof(err))) == NULL ||
+			    !YAJL_IS_OBJECT(v)) {
+				qb_lwarn("<stdin>", m->lineno, "%s", v == NULL ?
+				    err : "not a JSON object");
+				if (o->strict)
+					exit(QB_EX_DATAERR);
+				R->rc = QB_EX_PARTIAL;
+			} else {
+				jout_raw(R->g, m->body, m->len);
+				put(R, R->out);
+			}
+			yajl_tree_free(v);
+			b->m[k++] = *m;
+			continue;
+		}
+		if (o->maxr > 0 && m->receives > o->maxr) {
+			v = json_tree(m->body, err, sizeof(err));
+			item(R, m, v);
+			yajl_tree_free(v);
+			qb_warn("message %s received %ld times: dead-lettered",
+			    m->id, m->receives);
+			if (deadletter(R) == 0) {
+				*qbatch_add(&dead) = *m;
+				continue;
+			}
+		}
+		if (m->until > 0 && m->until < need)
+			nlow++;
+		b->m[k++] = *m;
+	}
+	b->n = k;
+	if (dead.n > 0) {
+		delete_all(R, &dead);
+		qbatch_clear(&dead);
+		free(dead.m);
+	}
+	/* Leases that would end before the call and the settle: extend. */
+	if (nlow > 0 && R->q->extend != NULL &&
+	    R->q->extend(R->q, b->m, b->n, o->vis) != 0)
+		R->rc = QB_EX_PARTIAL;
+	for (i = 0; i < b->n; i++) {
+		if (b->m[i].receipt == NULL)
+			continue;
+		v = json_tree(b->m[i].body, err, sizeof(err));
+		if (v == NULL || !YAJL_IS_OBJECT(v))
+			qb_warn("message %s: body is not a JSON object; passed "
+			    "on as a string", b->m[i].id);
+		item(R, &b->m[i], YAJL_IS_OBJECT(v) ? v : NULL);
+		yajl_tree_free(v);
+		put(R, R->out);
+	}
+	if (fflush(R->out) != 0)
+		qb_diesys(QB_EX_IOERR, "write error");
+	if (o->commit && b->n > 0) {
+		if (R->atomic) {
+			if (afile_commit(&R->af, NULL) == -1)
+				qb_diesys(QB_EX_IOERR, "%s", o->out);
+			R->atomic = 0;
+			R->out = NULL;
+		} else if (fsync(fileno(R->out)) == -1)
+			qb_diesys(QB_EX_IOERR, "fsync of the output");
+		delete_all(R, b);
+	}
+}
+
+static void
+drain(struct run *R)
+{
+	const struct opts *o = R->o;
+	struct qbatch b = { NULL, 0, 0 };
+	double deadline, left;
+	int rc, isstdin = R->q->extend == NULL;
+
+	if (!isstdin && o->timeout + o->vis > SQS_VIS_MAX &&
+	    strncmp(R->q->name, "dir:", 4) != 0)
+		qb_warn("the window (%.0f s) and --visibility (%.0f s) exceed "
+		    "SQS's 12-hour maximum: items may come back before they "
+		    "are settled", o->timeout, o->vis);
+	do {
+		deadline = mono() + o->timeout;
+		while (b.n < (size_t)o->count) {
+			/* On stdin a window opens with its first item. */
+			if (isstdin && b.n == 0)
+				deadline = mono() + o->timeout;
+			if ((left = deadline - mono()) <= 0)
+				break;
+			rc = R->q->receive(R->q, &b, (size_t)o->count - b.n,
+			    isstdin ? left : fmin(left, o->wait), left + o->vis);
+			if (rc != 0) {
+				if (b.n > 0)
+					qb_warn("%zu messages stay leased and will "
+					    "come back", b.n);
+				exit(rc);
+			}
+			if (R->q->eof)
+				break;
+		}
+		qb_note(1, "window: %zu messages", b.n);
+		handon(R, &b);
+		qbatch_clear(&b);
+	} while (isstdin && !R->q->eof);
+	free(b.m);
+}
+
+static void
+enqueue(struct run *R, char **files, int nfiles)
+{
+	struct jsonl_reader r;
+	const char *id, *why;
+	yajl_val v;
+	size_t len;
+	char *line;
+	int i, ch;
+
+	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
+		if (jsonl_open(&r, nfiles ? files[i] : "-") == -1)
+			qb_diesys(QB_EX_NOINPUT, "%s", files[i]);
+		while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
+			if (ch == JSONL_IOERR)
+				exit(QB_EX_IOERR);
+			v = NULL;
+			why = NULL;
+			if (ch == JSONL_BAD || (v = jsonl_tree(&r, line, len)) == NULL)
+				why = "";
+			else if ((id = json_str(v, "id")) != NULL &&
+			    (why = id_check(id, strlen(id))) != NULL)
+				qb_lwarn(r.name, r.lineno, "%s", why);
+			yajl_tree_free(v);
+			if (why != NULL) {
+				if (R->o->strict)
+					exit(QB_EX_DATAERR);
+				R->rc = QB_EX_PARTIAL;
+				continue;
+			}
+			if ((ch = R->q->send(R->q, line, len)) != 0)
+				exit(ch);
+		}
+		jsonl_close(&r);
+	}
+	if ((ch = R->q->flush(R->q)) != 0)
+		exit(ch);
+}
+
+/* One outcome record waiting to be settled. */
+struct pend {
+	yajl_val	 v;		/* owned */
+	const char	*what;		/* "deleted", "released", "dead_lettered" */
+	int		 dead, skip;
+};
+
+/* Settle p[0..n-1]: dead letters first, then one call per kind. */
+static void
+settle_chunk(struct run *R, struct pend *p, size_t n)
+{
+	struct qsettle s[SQS_BATCH_MAX];
+	const char *rcpt;
+	long long rc;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memset(&s[i], 0, sizeof(s[i]));
+		s[i].receipt = (rcpt = json_str(p[i].v, "receipt")) ? rcpt : "";
+		s[i].act = p[i].what[0] == 'r' ? QA_RELEASE : QA_DELETE;
+		if (json_int(p[i].v, "receives", &rc) == -1 || rc < 1)
+			rc = 1;
+		s[i].delay = fmin(R->o->rdelay * pow(2, (double)(rc - 1)), SQS_VIS_MAX);
+		if (p[i].dead) {
+			jout_val(R->g, p[i].v);
+			if (deadletter(R) != 0) {
+				p[i].skip = 1;
+				snprintf(s[i].why, sizeof(s[i].why),
+				    "the dead letter could not be written");
+			}
+		}
+	}
+	/* Skipped entries are moved out of the call. */
+	{
+		struct qsettle t[SQS_BATCH_MAX];
+		size_t k = 0, j;
+
+		for (i = 0; i < n; i++)
+			if (!p[i].skip)
+				t[k++] = s[i];
+		if (k > 0)
+			R->q->settle(R->q, t, k);
+		for (i = 0, j = 0; i < n; i++)
+			if (!p[i].skip)
+				s[i] = t[j++];
+			else
+				s[i].rc = QB_EX_IOERR;
+	}
+	for (i = 0; i < n; i++) {
+		static const char *const skip[] = { "settled", "error", NULL };
+		const char *id = json_str(p[i].v, "id");
+
+		if (s[i].rc != 0) {
+			qb_warn("%s: %s not settled: %s", R->q->name,
+			    id ? id : "an item", s[i].why);
+			R->rc = QB_EX_PARTIAL;
+		}
+		jout_open(R->g);
+		jout_members(R->g, p[i].v, skip);
+		jout_kstr(R->g, "settled", s[i].rc == 0 ? p[i].what :
+		    s[i].expired ? "expired" : NULL);
+		if (s[i].rc != 0)
+			jout_kstr(R->g, "error", s[i].why);
+		jout_close(R->g);
+		put(R, R->out);
+		yajl_tree_free(p[i].v);
+	}
+}
+
+static void
+settle(struct run *R, char **files, int nfiles)
+{
+	const struct opts *o = R->o;
+	struct jsonl_reader r;
+	struct pend p[SQS_BATCH_MAX];
+	const char *oc, *qn, *why;
+	long long rc;
+	size_t n = 0, len;
+	yajl_val v;
+	char *line;
+	int i, ch;
+
+	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
+		if (jsonl_open(&r, nfiles ? files[i] : "-") == -1)
+			qb_diesys(QB_EX_NOINPUT, "%s", files[i]);
+		while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
+			if (ch == JSONL_IOERR)
+				exit(QB_EX_IOERR);
+			why = NULL;
+			v = NULL;
+			if (ch == JSONL_BAD || (v = jsonl_tree(&r, line, len)) == NULL)
+				why = "";
+			else if ((oc = json_str(v, "outcome")) == NULL ||
+			    (strcmp(oc, "done") != 0 && strcmp(oc, "retry") != 0 &&
+			    strcmp(oc, "dead") != 0))
+				why = "\"outcome\" is not done, retry or dead";
+			else if (json_str(v, "receipt") == NULL)
+				why = "no \"receipt\": not from a queue";
+			else if ((qn = json_str(v, "queue")) != NULL && R->q != NULL &&
+			    o->queue == NULL && strcmp(qn, R->q->name) != 0)
+				why = "from another queue than the first record";
+			else if (R->q == NULL && qn == NULL)
+				why = "no \"queue\" and no -Q";
+			if (why != NULL) {
+				if (*why != '\0')
+					qb_lwarn(r.name, r.lineno, "%s", why);
+				yajl_tree_free(v);
+				if (o->strict)
+					exit(QB_EX_DATAERR);
+				R->rc = QB_EX_PARTIAL;
+				continue;
+			}
+			if (R->q == NULL)
+				R->q = queue_open(json_str(v, "queue"), 0);
+			memset(&p[n], 0, sizeof(p[n]));
+			p[n].v = v;
+			if (json_int(v, "receives", &rc) == -1)
+				rc = 0;
+			if (oc[0] == 'r' && o->maxr > 0 && rc >= o->maxr) {
+				qb_note(1, "%s: received %lld times: dead",
+				    json_str(v, "id"), rc);
+				oc = "dead";
+			}
+			p[n].dead = strcmp(oc, "dead") == 0 && (R->dl != NULL || R->dlq != NULL);
+			p[n].what = oc[0] == 'r' ? "released" : p[n].dead ?
+			    "dead_lettered" : "deleted";
+			if (++n == SQS_BATCH_MAX) {
+				settle_chunk(R, p, n);
+				n = 0;
+			}
+		}
+		jsonl_close(&r);
+	}
+	if (n > 0)
+		settle_chunk(R, p, n);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "commit", no_argument, NULL, 'c' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "dead-letter", required_argument, NULL, OPT_DL },
+		{ "dead-letter-queue", required_argument, NULL, OPT_DLQ },
+		{ "enqueue", no_argument, NULL, OPT_ENQ },
+		{ "max-receives", required_argument, NULL, OPT_MAXR },
+		{ "output", required_argument, NULL, 'o' },
+		{ "queue", required_argument, NULL, 'Q' },
+		{ "retry-delay", required_argument, NULL, OPT_RDELAY },
+		{ "settle", no_argument, NULL, OPT_SETTLE },
+		{ "strict", no_argument, NULL, OPT_STRICT },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "visibility", required_argument, NULL, OPT_VIS },
+		{ "wait", required_argument, NULL, OPT_WAIT },
+		QB_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct opts o;
+	struct run R;
+	struct stat st;
+	const char *e = NULL;
+	int ch;
+
+	qb_setprog(argv[0]);
+	memset(&o, 0, sizeof(o));
+	memset(&R, 0, sizeof(R));
+	o.count = 100;
+	o.timeout = 10;
+	o.vis = 300;
+	o.wait = 5;
+	o.rdelay = 30;
+	o.queue = getenv("QB_QUEUE");
+	while ((ch = getopt_long(argc, argv, "chn:o:Q:qt:Vv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			o.commit = 1;
+			break;
+		case 'n':
+			o.count = (long)qb_strtonum(optarg, 1, 10000000, &e);
+			break;
+		case 'o':
+			o.out = optarg;
+			break;
+		case 'Q':
+			o.queue = optarg;
+			break;
+		case 't':
+			o.timeout = qb_parse_seconds(optarg, &e);
+			break;
+		case OPT_DL:
+			o.dl = optarg;
+			break;
+		case OPT_DLQ:
+			o.dlq = optarg;
+			break;
+		case OPT_ENQ:
+			o.enqueue = 1;
+			break;
+		case OPT_MAXR:
+			o.maxr = (long)qb_strtonum(optarg, 1, 1000000, &e);
+			break;
+		case OPT_RDELAY:
+			o.rdelay = qb_parse_seconds(optarg, &e);
+			break;
+		case OPT_SETTLE:
+			o.settle = 1;
+			break;
+		case OPT_STRICT:
+			o.strict = 1;
+			break;
+		case OPT_VIS:
+			o.vis = qb_parse_seconds(optarg, &e);
+			if (e == NULL && o.vis > SQS_VIS_MAX)
+				e = "more than 43200 (12 hours)";
+			break;
+		case OPT_WAIT:
+			o.wait = qb_parse_seconds(optarg, &e);
+			if (e == NULL && o.wait > SQS_WAIT_MAX)
+				e = "more than 20";
+			break;
+		default:
+			qb_common_opt(ch, usage, help);
+		}
+		if (e != NULL) {
+			qb_warn("-%c %s: %s", ch < 256 ? ch : '-', optarg, e);
+			qb_usage(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (o.enqueue + o.settle > 1 || (o.commit && (o.enqueue || o.settle)) ||
+	    (argc > 0 && !o.enqueue && !o.settle)) {
+		qb_warn("--enqueue, --settle and --commit exclude each other; "
+		    "only they read files");
+		qb_usage(usage);
+	}
+	if (o.maxr > 0 && o.dl == NULL && o.dlq == NULL) {
+		qb_warn("--max-receives needs --dead-letter or --dead-letter-queue");
+		qb_usage(usage);
+	}
+	if (o.queue == NULL && !o.settle) {
+		qb_warn("no queue: give -Q or set QB_QUEUE");
+		qb_usage(usage);
+	}
+	if (o.commit && (o.out == NULL || strcmp(o.out, "-") == 0) &&
+	    fstat(1, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+		qb_warn("--commit with standard output a pipe: custody must pass "
+		    "with --settle once the outcome is known");
+		qb_usage(usage);
+	}
+	if (o.commit && o.queue != NULL && strcmp(o.queue, "-") == 0) {
+		qb_warn("--commit needs a queue to delete from");
+		qb_usage(usage);
+	}
+	R.o = &o;
+	R.g = jout_new();
+	R.out = stdout;
+	if (o.out != NULL && strcmp(o.out, "-") != 0 && !o.enqueue) {
+		if (afile_open(&R.af, o.out) == -1)
+			qb_diesys(QB_EX_IOERR, "%s", o.out);
+		R.out = R.af.fp;
+		R.atomic = 1;
+	}
+	if (o.dl != NULL && (R.dl = fopen(o.dl, "a")) == NULL)
+		qb_diesys(QB_EX_IOERR, "%s", o.dl);
+	if (o.dlq != NULL)
+		R.dlq = queue_open(o.dlq, 1);
+	if (o.queue != NULL)
+		R.q = queue_open(o.queue, o.enqueue);
+	if (R.q != NULL && R.q->settle == NULL && (o.settle || o.enqueue))
+		qb_die(QB_EX_USAGE, "standard input is not a queue to %s",
+		    o.settle ? "settle on" : "put items on");
+	if (o.enqueue)
+		enqueue(&R, argv, argc);
+	else if (o.settle)
+		settle(&R, argv, argc);
+	else
+		drain(&R);
+	if (R.atomic && afile_commit(&R.af, NULL) == -1)
+		qb_diesys(QB_EX_IOERR, "%s", o.out);
+	if (R.dl != NULL && fclose(R.dl) != 0)
+		qb_diesys(QB_EX_IOERR, "%s", o.dl);
+	if (R.dlq != NULL)
+		R.dlq->close(R.dlq);
+	if (R.q != NULL)
+		R.q->close(R.q);
+	yajl_gen_free(R.g);
+	qb_close_stdout();
+	return R.rc;
+}

@@ -1,0 +1,83 @@
+/*
+ * queue.h: one small interface over qb-drain's three queues: a spool
+ * directory (spool.h), Amazon SQS (sqs.h) and standard input. A message
+ * is held by a lease (its receipt) until it is deleted or released.
+ * Times are wall-clock seconds (time(2) with fractions) unless named
+ * otherwise, so that spool leases mean the same to every process.
+ * SPDX-License-Identifier: ISC
+ */
+#ifndef QB_QUEUE_H
+#define QB_QUEUE_H
+
+#include <stddef.h>
+
+struct qmsg {
+	char	*id;		/* message id (SQS MessageId, spool name); owned; may be NULL */
+	char	*receipt;	/* lease handle; owned; NULL when there is none (stdin) */
+	char	*body;		/* message text, NUL-terminated; owned */
+	size_t	 len;		/* bytes in body */
+	long	 receives;	/* receives so far, this one included; 0 unknown */
+	double	 until;		/* when the lease ends; 0 none */
+	unsigned long lineno;	/* stdin: the line it came from */
+};
+
+struct qbatch {
+	struct qmsg *m;		/* owned */
+	size_t	 n, cap;
+};
+
+/* Append a zeroed message to b and return it (dies QB_EX_OSERR). */
+struct qmsg *qbatch_add(struct qbatch *b);
+/* Free the messages of b; b is empty and reusable. */
+void qbatch_clear(struct qbatch *b);
+
+enum qact { QA_DELETE, QA_RELEASE };
+
+/* One settlement: what to do with the message under receipt. */
+struct qsettle {
+	const char *receipt;	/* in; owned by the caller */
+	enum qact act;		/* in */
+	double	 delay;		/* in, QA_RELEASE: seconds before it can be received again */
+	int	 rc;		/* out: 0 done, else a QB_EX_* status */
+	int	 expired;	/* out: the lease had ended (reported, not fatal) */
+	char	 why[200];	/* out: the reason when rc != 0 */
+};
+
+struct queue {
+	char	*name;		/* canonical name for the "queue" member; owned */
+	int	 eof;		/* stdin only: no more input */
+	/*
+	 * Lease up to max messages into b, each for lease seconds, waiting
+	 * at most wait seconds for the first. Returns 0 (also when none
+	 * came) or a QB_EX_* status after reporting why.
+	 */
+	int	(*receive)(struct queue *, struct qbatch *b, size_t max,
+		    double wait, double lease);
+	/* Lease messages m[0..n-1] for lease more seconds from now,
+	 * updating receipt and until. Returns 0 or a QB_EX_* status;
+	 * messages that could not be extended are reported. */
+	int	(*extend)(struct queue *, struct qmsg *m, size_t n, double lease);
+	/* Carry out s[0..n-1], filling their rc/why; returns 0 or the
+	 * QB_EX_* status of a failure that stopped every entry. */
+	int	(*settle)(struct queue *, struct qsettle *s, size_t n);
+	/* Enqueue the len bytes at p (one message); may buffer until
+	 * flush. Returns 0 or a QB_EX_* status after reporting why. */
+	int	(*send)(struct queue *, const char *p, size_t len);
+	int	(*flush)(struct queue *);
+	void	(*close)(struct queue *);
+	void	*priv;
+};
+
+/*
+ * Open the queue named by spec: "dir:PATH" (or a bare path), "-" for
+ * standard input, "sqs://REGION/ACCOUNT/NAME" or an SQS queue URL.
+ * create makes a missing spool directory. Returns the queue (free with
+ * its close), or exits with QB_EX_USAGE, QB_EX_NOINPUT or QB_EX_CONFIG
+ * after saying why.
+ */
+struct queue *queue_open(const char *spec, int create);
+
+/* Wall-clock seconds now, with fractions. */
+double queue_now(void);
+
+#endif

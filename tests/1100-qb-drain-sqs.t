@@ -1,0 +1,96 @@
+#!/bin/sh
+# qb-drain against Amazon SQS, emulated by local-aws-sqs behind a proxy
+# that checks every SigV4 signature: messages sent with the AWS SDK,
+# windows by size and by deadline, visibility that expires and brings a
+# message back with a higher count, settlement of done/retry/dead with a
+# dead-letter queue, a batch with a failed entry, a wrong secret.
+. "$(dirname "$0")/lib.sh"
+. "$TOP/tests/peers/sqs.sh"
+sqs_start
+plan 34
+
+items() {
+	i=$1
+	while [ "$i" -le "$2" ]; do
+		printf '{"id":"doc-%d","body":{"n":%d}}\n' "$i" "$i"
+		i=$((i + 1))
+	done
+}
+q=$(sqs_create "drain-$$")
+dlq=$(sqs_create "drain-dlq-$$")
+items 1 25 >"$T/in"
+sqs_send "$q" "$T/in"
+is "$(sqs_count "$q")" "25 0" "25 messages sent with the AWS SDK"
+
+t0=$(date +%s%N)
+check_exit 0 "a window of 10" qb-drain -Q "$q" -n 10 -t 10 --wait 1
+t1=$(date +%s%N)
+cp "$T/out" "$T/w1"
+is "$(wc -l <"$T/w1" | tr -d ' ')" 10 "ten items"
+ok_if "the size closed the window" $(( (t1 - t0) / 1000000 )) -lt 3000
+is "$(jqr '[.queue, .receives, (.receipt|length > 0)]' "$T/w1" | sort -u)" "[\"$q\",1,true]" \
+	"queue, receives 1 and a receipt on each"
+is "$(jqr '.body.n' "$T/w1" | sort -n | head -n 1)" 1 "bodies carried"
+jqr .id "$T/w1" | grep -v '^doc-' >"$T/x"
+is "$(cat "$T/x")" "" "the id comes from the body"
+
+t0=$(date +%s%N)
+check_exit 0 "a window by deadline" qb-drain -Q "$q" -n 100 -t 2 --wait 1
+t1=$(date +%s%N)
+cp "$T/out" "$T/w2"
+is "$(wc -l <"$T/w2" | tr -d ' ')" 15 "the other fifteen"
+ms=$(( (t1 - t0) / 1000000 ))
+ok_if "the deadline closed it ($ms ms)" $ms -ge 1900 -a $ms -lt 5000
+is "$(cat "$T/w1" "$T/w2" | jqr .id | sort -u | wc -l | tr -d ' ')" 25 "every message once"
+is "$(sqs_count "$q" | cut -d' ' -f2)" 25 "all in flight"
+
+# Settle: done, retry, dead (to the dead-letter queue); a bad receipt fails alone.
+{
+	sed -n 1,8p "$T/w1" | jq -c '. + {outcome:"done"}'
+	sed -n 9p "$T/w1" | jq -c '. + {outcome:"retry"}'
+	sed -n 10p "$T/w1" | jq -c '. + {outcome:"dead"}'
+	sed -n 1p "$T/w2" | jq -c '. + {outcome:"done", receipt:"junk"}'
+	sed -n 2,3p "$T/w2" | jq -c '. + {outcome:"done"}'
+} >"$T/outcomes"
+check_exit 1 "--settle a mix with one bad receipt" \
+	qb-drain --settle --retry-delay 0 --dead-letter-queue "$dlq" "$T/outcomes"
+is "$(jqr .settled "$T/out" | sort | uniq -c | awk '{print $1, $2}' | tr '\n' ' ')" \
+	"1 dead_lettered 10 deleted 1 null 1 released " "each entry on its own"
+like "$(cat "$T/err")" "ReceiptHandleIsInvalid" "the failed entry is named"
+is "$(sqs_count "$q" | cut -d' ' -f2)" 13 "13 still in flight, the retry visible again"
+check_exit 0 "drain the dead-letter queue" qb-drain -Q "$dlq" -n 1 -t 2 --wait 1
+is "$(jqr '[.id, .outcome, .receives]' "$T/out")" "[\"$(sed -n 10p "$T/w1" | jqr .id)\",\"dead\",1]" \
+	"the dead item, as an item again"
+check_exit 0 "the retried message comes back" qb-drain -Q "$q" -n 1 -t 2 --wait 1 --visibility 1
+is "$(jqr .id "$T/out")" "$(sed -n 9p "$T/w1" | jqr .id)" "the same message"
+# AWS says 2; local-aws-sqs also counts the ChangeMessageVisibility as a receive.
+ok_if "with a higher receive count" "$(jqr .receives "$T/out")" -ge 2
+cp "$T/out" "$T/w3"
+
+# Its visibility (window 2 s + 1 s) runs out; it comes back again.
+sleep 3.2
+check_exit 0 "visibility expired" qb-drain -Q "$q" -n 1 -t 2 --wait 1 --visibility 30 \
+	--max-receives 2 --dead-letter "$T/dl"
+is "$(jqr .id "$T/dl")" "$(sed -n 9p "$T/w1" | jqr .id)" "received 3 times: dead-lettered"
+is "$(cat "$T/out")" "" "and not handed on"
+
+# --commit: custody to a file, then the messages go.
+q2=$(sqs_create "commit-$$")
+items 100 112 | qb-drain --enqueue -Q "$q2"
+is "$(sqs_count "$q2")" "13 0" "--enqueue sends in batches"
+check_exit 0 "--commit -o file" qb-drain -Q "$q2" -n 13 -t 3 --wait 1 --commit -o "$T/window.jsonl"
+is "$(jqr .id "$T/window.jsonl" | sort | tr '\n' ' ')" \
+	"doc-100 doc-101 doc-102 doc-103 doc-104 doc-105 doc-106 doc-107 doc-108 doc-109 doc-110 doc-111 doc-112 " \
+	"the window file"
+is "$(sqs_count "$q2")" "0 0" "the queue is empty"
+
+# sqs:// names the same queue.
+items 200 200 | qb-drain --enqueue -Q "sqs://us-east-1/123456789012/commit-$$"
+check_exit 0 "sqs://REGION/ACCOUNT/NAME" qb-drain -Q "sqs://us-east-1/123456789012/commit-$$" -n 1 -t 2 --wait 1
+is "$(jqr .id "$T/out")" doc-200 "through AWS_ENDPOINT_URL_SQS"
+
+check_exit 77 "a wrong secret" env AWS_SECRET_ACCESS_KEY=wrong qb-drain -Q "$q" -n 1 -t 1 --wait 0
+like "$(cat "$T/err")" "HTTP 403" "a clear message"
+unlike "$(cat "$T/err")" "wrong" "the secret is not shown"
+check_exit 78 "no credentials" env -u AWS_ACCESS_KEY_ID qb-drain -Q "$q" -n 1 -t 1
+done_testing
