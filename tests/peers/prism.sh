@@ -1,0 +1,179 @@
+# tests/peers/prism.sh: Stainless's Prism (a mock server built from an
+# OpenAPI spec) on the official OpenAI spec, for conformance tests. Source
+# it from a test after lib.sh, or run it alone to get a mock by hand:
+#   sh tests/peers/prism.sh [completed]   prints "PORT PID DIR" and leaves
+#                                         Prism running; kill PID when done
+# prism_install installs @stainless-api/prism-cli and js-yaml with npm into
+# a cache folder ($QB_PEERS_CACHE/prism, default $HOME/.cache/qb-peers/prism;
+# never into the tree). prism_start repairs ../shared/specs/openai/openapi.yaml
+# with ../shared/peers/fix-spec-for-prism.mjs into $T, trimmed to the paths
+# qb uses, starts `prism mock` on a free loopback port, waits until it
+# answers and sets PRISM_PORT, PRISM_URL (no /v1: the spec's paths have
+# none), PRISM_LOG and PRISM_SPEC (the whole repaired spec, as JSON, for
+# schema checks). The test is skipped when ../shared, node or npm are
+# absent or npm cannot install. Nothing from ../shared is copied here.
+# SPDX-License-Identifier: ISC
+
+PEERS_CACHE=${QB_PEERS_CACHE:-${HOME:-/tmp}/.cache/qb-peers}
+PRISM_DIR=$PEERS_CACHE/prism
+PRISM_PKG=@stainless-api/prism-cli@5.16.1
+PRISM_YAML_PKG=js-yaml@4.1.0
+# The operations qb uses, or may use (PROVIDERS.md §1.2, §1.4, §1.7).
+PRISM_PATHS='/batches,/batches/{batch_id},/batches/{batch_id}/cancel,/files,/files/{file_id},/files/{file_id}/content'
+
+_prism_skip() {
+	if command -v skip_all >/dev/null 2>&1; then
+		skip_all "$*"
+	fi
+	echo "prism.sh: skipped: $*" >&2
+	exit 2
+}
+
+_prism_free_port() {
+	node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+prism_install() {
+	for _f in specs/openai/openapi.yaml peers/fix-spec-for-prism.mjs; do
+		[ -e "$SHARED/$_f" ] ||
+		    _prism_skip "../shared/$_f is absent (a plain clone has no ../shared)"
+	done
+	command -v node >/dev/null 2>&1 || _prism_skip "node is absent (apt-get install nodejs npm)"
+	command -v npm >/dev/null 2>&1 || _prism_skip "npm is absent (apt-get install npm)"
+	# The engines field of prism-cli 5.16.1; Debian 12 has 18.20.4.
+	node -e 'const [a, b, c] = process.versions.node.split(".").map(Number);
+	    process.exit(a > 18 || (a == 18 && (b > 20 || (b == 20 && c >= 1))) ? 0 : 1)' ||
+	    _prism_skip "node $(node --version) is too old for Prism (18.20.1 or later)"
+	if ! grep -q '"version": *"5\.16\.1"' \
+	    "$PRISM_DIR/node_modules/@stainless-api/prism-cli/package.json" 2>/dev/null ||
+	    [ ! -f "$PRISM_DIR/node_modules/js-yaml/package.json" ]; then
+		mkdir -p "$PRISM_DIR" || _prism_skip "cannot make $PRISM_DIR"
+		# One install at a time: parallel test runs share the cache.
+		_lock=
+		command -v flock >/dev/null 2>&1 && _lock="flock $PRISM_DIR.lock"
+		$_lock npm install --prefix "$PRISM_DIR" --no-audit --no-fund \
+		    --silent "$PRISM_PKG" "$PRISM_YAML_PKG" >/dev/null 2>&1 ||
+		    _prism_skip "npm install $PRISM_PKG $PRISM_YAML_PKG failed (offline?)"
+	fi
+	[ -x "$PRISM_DIR/node_modules/.bin/prism" ] ||
+	    _prism_skip "npm installed no prism binary in $PRISM_DIR"
+}
+
+# prism_spec: write $T/openai-spec.json (the whole spec, repaired, as JSON)
+# and $T/openai-prism.json (only PRISM_PATHS and what they reach).
+prism_spec() {
+	PRISM_SPEC=$T/openai-spec.json
+	JS_YAML=$PRISM_DIR/node_modules/js-yaml node \
+	    "$SHARED/peers/fix-spec-for-prism.mjs" \
+	    "$SHARED/specs/openai/openapi.yaml" "$PRISM_SPEC" >"$T/fix-spec.log" 2>&1 &&
+	node "$SHARED/peers/fix-spec-for-prism.mjs" "$PRISM_SPEC" \
+	    "$T/openai-prism.json" "$PRISM_PATHS" >>"$T/fix-spec.log" 2>&1 ||
+	    { echo "Bail out! fix-spec-for-prism.mjs failed"; sed 's/^/# /' "$T/fix-spec.log"; exit 1; }
+}
+
+# prism_completed: make GET /batches/{batch_id} answer the spec's own
+# example of a Batch object (status "completed", with output and error
+# files), so that qb-poll goes on to download results. Only what Prism
+# answers changes; how it validates requests does not. The example sits in
+# x-oaiMeta as text with a trailing comma, which is dropped here.
+prism_completed() {
+	node - "$T/openai-prism.json" <<'JS' || { echo "Bail out! cannot set the Batch example"; exit 1; }
+const fs = require("fs");
+const f = process.argv[2], spec = JSON.parse(fs.readFileSync(f, "utf8"));
+const text = spec.components.schemas.Batch["x-oaiMeta"].example;
+const value = JSON.parse(text.replace(/,(\s*[}\]])/g, "$1"));
+const media = spec.paths["/batches/{batch_id}"].get.responses["200"].content["application/json"];
+media.examples = { completed: { value } };
+fs.writeFileSync(f, JSON.stringify(spec));
+JS
+}
+
+# prism_start [completed]: start the mock; see the top of this file.
+prism_start() {
+	prism_install
+	prism_spec
+	[ "${1:-}" = completed ] && prism_completed
+	PRISM_LOG=$T/prism.log
+	for _try in 1 2 3; do
+		PRISM_PORT=$(_prism_free_port)
+		"$PRISM_DIR/node_modules/.bin/prism" mock "$T/openai-prism.json" \
+		    -h 127.0.0.1 -p "$PRISM_PORT" >"$PRISM_LOG" 2>&1 &
+		PRISM_PID=$!
+		_pids="$_pids $PRISM_PID"
+		PRISM_URL=http://127.0.0.1:$PRISM_PORT
+		_i=0
+		while [ $_i -lt 300 ] && kill -0 "$PRISM_PID" 2>/dev/null; do
+			[ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' \
+			    -H 'Authorization: Bearer sk-prism' \
+			    "$PRISM_URL/batches/batch_ready")" = 200 ] && return 0
+			sleep 0.1
+			_i=$((_i + 1))
+		done
+		kill "$PRISM_PID" 2>/dev/null
+		wait "$PRISM_PID" 2>/dev/null
+		# Another process may have taken the port: try another.
+		grep -q EADDRINUSE "$PRISM_LOG" || break
+	done
+	echo "Bail out! Prism did not start"
+	sed 's/^/# /' "$PRISM_LOG" | tail -n 20
+	exit 1
+}
+
+# prism_mark: the log's size now; prism_requests MARK lists what came after.
+prism_mark() { wc -c <"$PRISM_LOG" | tr -d ' '; }
+
+# prism_requests MARK: Prism's log since MARK, one line per request:
+#   METHOD PATH STATUS valid|invalid [violation | ...]
+# STATUS is what Prism answered: 422 for a request that fails validation,
+# 401 without a bearer key, 404 or 405 for a route the spec lacks, 406 when
+# the spec has no answer in the media type the request accepts. Prism also
+# checks its own answers ("Violation: response..."): those are left out.
+prism_requests() {
+	tail -c +"$(($1 + 1))" "$PRISM_LOG" | python3 -c '
+import re, sys
+codes = {"UNPROCESSABLE_ENTITY": "422", "UNAUTHORIZED": "401", "FORBIDDEN": "403",
+         "NO_PATH_MATCHED_ERROR": "404", "NO_METHOD_MATCHED_ERROR": "405",
+         "NOT_ACCEPTABLE": "406", "NO_SERVER_MATCHED_ERROR": "404"}
+reqs = []
+for line in sys.stdin:
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip("\n")
+    m = re.search(r"\[HTTP SERVER\] (\w+) (\S+) .*Request received", line)
+    if m:
+        reqs.append({"m": m.group(1).upper(), "p": m.group(2), "st": "?", "ok": None, "v": []})
+        continue
+    if not reqs:
+        continue
+    r = reqs[-1]
+    if "passed the validation rules" in line:
+        r["ok"] = True
+    elif "did not pass the validation rules" in line:
+        r["ok"] = False
+    elif "[VALIDATOR]" in line and "Violation: response" not in line:
+        m = re.search(r"\[VALIDATOR\]\s+\S+\s+(?:error|warning)\s+(.*)", line)
+        if m:
+            r["v"].append(m.group(1).strip())
+    m = re.search(r"Responding with \"(\d+)\"", line)
+    if m:
+        r["st"] = m.group(1)
+    m = re.search(r"Request terminated with error: \S*#(\w+): (.*)", line)
+    if m:
+        r["st"] = codes.get(m.group(1), m.group(1))
+        if r["ok"] is None and r["st"] != "406":
+            r["v"].append(m.group(2).strip())
+for r in reqs:
+    ok = r["ok"] is True and not r["v"] and r["st"] not in ("401", "404", "405", "422")
+    print(r["m"], r["p"], r["st"], "valid" if ok else "invalid", " | ".join(r["v"]))
+'
+}
+
+# Run alone: start Prism, print "PORT PID DIR", leave it running.
+case ${0##*/} in
+prism.sh)
+	TOP=$(cd "$(dirname "$0")/../.." && pwd)
+	SHARED=${QB_SHARED:-$TOP/../shared}
+	T=$(mktemp -d "${TMPDIR:-/tmp}/qb-prism.XXXXXX")
+	_pids=
+	prism_start "${1:-}" >&2
+	echo "$PRISM_PORT $PRISM_PID $T"
+	;;
+esac
