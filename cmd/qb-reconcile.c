@@ -395,6 +395,12 @@ take_line(struct rec *rc, struct jsonl_reader *r, const char *line, size_t len)
 		take_job(rc, r, line);
 		return;
 	}
+	/* A ledger's intent line (qb-submit) names no batch: nothing to join. */
+	if (rv == 1 && json_find(s, -1, "intent") >= 0 &&
+	    json_find(s, -1, "batch_id") < 0) {
+		qb_note(1, "%s:%lu: intent line skipped", r->name, r->lineno);
+		return;
+	}
 	if (rv == 1 && (json_find(s, -1, "body") >= 0 ||
 	    json_find(s, -1, "params") >= 0))
 		snprintf(err, sizeof(err), "a request, not a result (requests "
@@ -504,8 +510,9 @@ summary(const struct rec *rc)
 		while (n > 0 && c[n - 1] == '0' && c[n - 3] != '.')
 			c[--n] = '\0';
 	}
-	qb_warn("%zu requests: %lu done, %lu retry, %lu dead, %lu pending; "
+	qb_warn("%zu request%s: %lu done, %lu retry, %lu dead, %lu pending; "
 	    "%lu unknown, %lu duplicate; tokens in %llu out %llu%s%s", rc->ri.ids.n,
+	    rc->ri.ids.n == 1 ? "" : "s",
 	    rc->nout[OUTCOME_DONE], rc->nout[OUTCOME_RETRY],
 	    rc->nout[OUTCOME_DEAD], rc->npending, rc->nunknown, rc->ndup,
 	    rc->tin, rc->tout, c, un);

@@ -256,8 +256,14 @@ again(struct run *r, struct jsonl_reader *rd, const struct provider *p,
 		r->stop = QB_EX_PROTOCOL;
 		r->nnot++;
 	} else {
-		/* Unknown counts count as "ran": never pay twice. */
-		ran = pj.has_counts ? pj.completed + pj.failed : -1;
+		/*
+		 * Unknown counts count as "ran": never pay twice. Only
+		 * completed requests count: a byte-identical file comes
+		 * from retry outcomes of every request, so nothing of it
+		 * succeeded, and expired requests are counted as failed by
+		 * some hosts (PROVIDERS.md §1.9).
+		 */
+		ran = pj.has_counts ? pj.completed : -1;
 		skip = !pj.ended || strcasecmp(pj.status, "completed") == 0 ||
 		    (strcasecmp(pj.status, "failed") != 0 && ran != 0);
 		if (skip) {

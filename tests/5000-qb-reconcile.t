@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
-plan 107
+plan 108
 
 # rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
 rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
@@ -223,6 +223,10 @@ is "$(col '"\(.id)=\(.outcome)"')" "x1=done x2=retry x3=retry " "\"Completed\" (
 python3 -c 'n = 200000; print("{\"batch_id\":\"b\",\"file\":\"x\",\"d\":" + "[" * n + "]" * n + "}")' >"$T/deep.job"
 recin "$T/deep.job"
 is "$rc:$(head -n 1 "$T/err")" "1:qb-reconcile: <stdin>:1: job record: nested deeper than 512 levels" "deep job record: reported, exit 1"
+# a ledger (qb-poll -i, or the file itself) holds qb-submit's intent lines
+{ printf '{"intent":"%s","file":"%s","at":"2026-11-30T16:00:00Z","provider":"openai"}\n' 0 "$T/expired.requests.jsonl"; cat "$T/job.x"; } >"$T/ledger.jsonl"
+rec "$T/ledger.jsonl"
+is "$rc:$(col '"\(.id)=\(.outcome)"'):$(grep -c intent "$T/err")" "1:x1=done x2=retry x3=retry :0" "intent lines are skipped quietly, not taken for jobs"
 # the job's file is a -r file (named another way): not indexed twice
 job "$T/job.s" --arg t "$T" '{batch_id:"batch_s",file:"\($t)/./expired.requests.jsonl",status:"in_progress",ended:false}'
 recin "$T/job.s" -r "$T/expired.requests.jsonl"
