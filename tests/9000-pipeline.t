@@ -6,7 +6,7 @@
 # very same file, which must go again.
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null 2>&1 || skip_all "jq is needed"
-plan 25
+plan 26
 
 # 12 items; i05 is refused (400), i09 fails on the server side (500).
 i=1
@@ -94,6 +94,18 @@ is "$(qb-reconcile -r "$T/retry5.jsonl" <"$T/polled6" 2>/dev/null | jqr .outcome
     "token limit: the retried items are done"
 is "$(jqr 'select(.batch_id) | .sha256' "$T/jobs5" | wc -l | tr -d ' '):$(jqr 'select(.batch_id) | .sha256' "$T/jobs5" | grep -c "$(jqr .sha256 "$T/packs5")")" "3:2" \
     "token limit: the ledger keeps the failed job and adds the new one"
+fake_stop
+
+# A batch that expires before running anything: its retries pack into the
+# same file, which is submitted again (the emulator counts the expired
+# requests as failed, so only completed requests may count as run).
+fake_start --batch-seconds 0.5 --expire-after-requests 0
+mkdir -p "$T/b7" "$T/r7"
+qb-pack -d "$T/b7" "$T/x.jsonl" | qb-submit -q -l "$T/jobs7" >"$T/sub7"
+qb-poll -w --interval 0.1 --timeout 60 -d "$T/r7" <"$T/sub7" >"$T/polled7"
+qb-reconcile -r "$T/x.jsonl" <"$T/polled7" 2>/dev/null | jqr 'select(.outcome=="retry")' >"$T/retry7.jsonl"
+qb-pack -d "$T/b7" "$T/retry7.jsonl" | qb-submit -l "$T/jobs7" >"$T/sub8" 2>"$T/err"
+is "$(jqr .status "$T/polled7"):$(wc -l <"$T/sub8" | tr -d ' ')" "expired:1" "expired with nothing run: submitted again"
 fake_stop
 
 # A wrong key stops at the first call with 77 and keeps the pack records.
