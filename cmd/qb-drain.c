@@ -36,6 +36,7 @@
 #include "queue.h"
 #include "sqs.h"
 #include "xmem.h"
+#include "qtime.h"
 
 static const char usage[] =
     "[-chqVv] [--dead-letter file] [--dead-letter-queue queue]\n"
@@ -84,15 +85,6 @@ struct run {
 	yajl_gen	 g;
 	int		 rc;		/* worst non-fatal status so far */
 };
-
-static double
-mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void
 put(struct run *R, FILE *fp)
@@ -174,7 +166,7 @@ handon(struct run *R, struct qbatch *b)
 	const struct opts *o = R->o;
 	struct qbatch dead = { NULL, 0, 0 };
 	char err[160];
-	double need = queue_now() + o->vis;
+	double need = qtime_wall() + o->vis;
 	size_t i, k, nlow = 0;
 	yajl_val v;
 
@@ -261,12 +253,12 @@ drain(struct run *R)
 		    "SQS's 12-hour maximum: items may come back before they "
 		    "are settled", o->timeout, o->vis);
 	do {
-		deadline = mono() + o->timeout;
+		deadline = qtime_mono() + o->timeout;
 		while (b.n < (size_t)o->count) {
 			/* On stdin a window opens with its first item. */
 			if (isstdin && b.n == 0)
-				deadline = mono() + o->timeout;
-			if ((left = deadline - mono()) <= 0)
+				deadline = qtime_mono() + o->timeout;
+			if ((left = deadline - qtime_mono()) <= 0)
 				break;
 			rc = R->q->receive(R->q, &b, (size_t)o->count - b.n,
 			    isstdin ? left : fmin(left, o->wait), left + o->vis);

@@ -37,6 +37,7 @@
 #include "opt.h"
 #include "provider.h"
 #include "xmem.h"
+#include "qtime.h"
 
 static const char usage[] =
     "[-hqVvw] [--strict] [--base-url url] [-d dir] [--interval seconds]\n"
@@ -355,17 +356,6 @@ readjobs(struct poll *P, const char *path)
 	jsonl_close(&rd);
 }
 
-static void
-nap(double s)
-{
-	struct timespec ts;
-
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		continue;
-}
-
 /*
  * Poll until done; returns 1 if the deadline (-t) passed with jobs
  * pending or not polled.
@@ -388,7 +378,7 @@ run(struct poll *P, struct ledger *led)
 			if (j->state != J_PENDING)
 				continue;
 			/* -t is a deadline: no request starts after it. */
-			if (!stop && http_clock() >= P->deadline)
+			if (!stop && qtime_mono() >= P->deadline)
 				stop = 1;
 			if (!P->fatal && !stop)
 				poll_one(P, j);
@@ -410,7 +400,7 @@ run(struct poll *P, struct ledger *led)
 			    P->nended, pending);
 		if (pending == 0 && late == 0)
 			break;
-		if (late > 0 || (left = P->deadline - http_clock()) <= 0) {
+		if (late > 0 || (left = P->deadline - qtime_mono()) <= 0) {
 			for (i = 0; i < P->njob; i++)
 				if (P->job[i].state == J_PENDING) {
 					P->job[i].state = J_DONE;
@@ -423,7 +413,7 @@ run(struct poll *P, struct ledger *led)
 			    P->o->timeout);
 			return 1;
 		}
-		nap(iv < left ? iv : left);
+		qtime_sleep(iv < left ? iv : left);
 		iv = iv * 1.5 > INTERVAL_MAX ? INTERVAL_MAX : iv * 1.5;
 	}
 	return 0;
@@ -506,7 +496,7 @@ main(int argc, char *argv[])
 
 	memset(&P, 0, sizeof(P));
 	P.o = &o;
-	P.deadline = http_clock() + o.timeout;
+	P.deadline = qtime_mono() + o.timeout;
 	P.conns.base = o.base;
 	P.conns.keyfile = o.keyfile;
 	P.g = jout_new();

@@ -90,15 +90,6 @@ static const char *const ownkeys[] = { "id", "custom_id", "method", "url",
 	"body", "params", "outcome", "status", "http_status", "error", "usage",
 	"request_id", "batch_id", "response", "cost_usd", NULL };
 
-static int
-inlist(const char *s, const char *const *list)
-{
-	for (; *list != NULL; list++)
-		if (strcmp(s, *list) == 0)
-			return 1;
-	return 0;
-}
-
 /* A rejected line: already reported; --strict stops here. */
 static void
 reject(struct rec *rc)
@@ -256,6 +247,16 @@ read_results(struct rec *rc, const char *path, uint32_t job)
 	return 0;
 }
 
+/* Status words compare without case: Azure answers "Completed" (PROVIDERS.md §3). */
+static int
+inlist_nocase(const char *s, const char *const *list)
+{
+	for (; *list != NULL; list++)
+		if (strcasecmp(s, *list) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * What the requests of a job's file that got no result become: retry,
  * with the batch's own error (errors[0], or errors.data[0] as OpenAI
@@ -274,7 +275,7 @@ job_reason(struct job *j, yajl_val v, const char *status)
 		j->miss = RESULT_EXPIRED;
 		code = "batch_expired";
 		msg = "the batch expired before this request ran";
-	} else if (status != NULL && inlist(status, cancelled)) {
+	} else if (status != NULL && inlist_nocase(status, cancelled)) {
 		j->miss = RESULT_CANCELED;
 		code = "batch_cancelled";
 		msg = "the batch was cancelled before this request ran";
@@ -300,15 +301,6 @@ job_reason(struct job *j, yajl_val v, const char *status)
  * files are read. "ended" false (or absent with a status that can still
  * change) leaves the requests without results pending.
  */
-/* Status words compare without case: Azure answers "Completed" (PROVIDERS.md §3). */
-static int
-inlist_nocase(const char *s, const char *const *list)
-{
-	for (; *list != NULL; list++)
-		if (strcasecmp(s, *list) == 0)
-			return 1;
-	return 0;
-}
 
 static void
 take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)

@@ -24,6 +24,7 @@
 #include "msg.h"
 #include "num.h"
 #include "xmem.h"
+#include "qtime.h"
 
 #ifndef QB_VERSION
 #define QB_VERSION "0.0.0"
@@ -142,15 +143,6 @@ http_check_url(const char *url, char *why, size_t whylen)
 	curl_free(host);
 	curl_url_cleanup(u);
 	return rc;
-}
-
-double
-http_clock(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 void
@@ -424,8 +416,8 @@ once(struct http *h, const struct req *q, const char *url,
 	switch (q->kind) {
 	case K_JSON:
 		ms = h->json_timeout * 1000L;
-		if (h->deadline > 0 && (h->deadline - http_clock()) * 1000 < ms)
-			ms = (long)((h->deadline - http_clock()) * 1000) + 1;
+		if (h->deadline > 0 && (h->deadline - qtime_mono()) * 1000 < ms)
+			ms = (long)((h->deadline - qtime_mono()) * 1000) + 1;
 		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
 		hl = addhdr(hl, "Accept: application/json");
 		if (strcmp(q->method, "GET") == 0) {
@@ -543,19 +535,6 @@ jitter(struct http *h, int attempt)
 	    9007199254740992.0);
 }
 
-static void
-pause_for(double s)
-{
-	struct timespec ts;
-
-	if (s <= 0)
-		return;
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		continue;
-}
-
 static enum http_class
 run(struct http *h, const struct req *q, struct http_resp *r)
 {
@@ -570,7 +549,7 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 		buf_puts(&url, q->path);
 	else
 		buf_printf(&url, "%s%s", h->base, q->path);
-	if (h->deadline > 0 && http_clock() >= h->deadline) {
+	if (h->deadline > 0 && qtime_mono() >= h->deadline) {
 		http_resp_free(r);
 		r->cc = CURLE_OPERATION_TIMEDOUT;
 		snprintf(h->err, sizeof(h->err), "%s %s: not started: the "
@@ -633,7 +612,7 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 		}
 		if (delay <= 0)
 			delay = jitter(h, attempt);
-		if (h->deadline > 0 && http_clock() + delay >= h->deadline) {
+		if (h->deadline > 0 && qtime_mono() + delay >= h->deadline) {
 			snprintf(h->err + strlen(h->err),
 			    sizeof(h->err) - strlen(h->err),
 			    "; no retry: the deadline has passed");
@@ -641,7 +620,7 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 		}
 		qb_note(1, "%s; retry %d of %d in %.2f s", h->err, attempt + 1,
 		    h->retries, delay);
-		pause_for(delay);
+		qtime_sleep(delay);
 	}
 	h->status = r->status;
 	buf_free(&url);

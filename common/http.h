@@ -23,7 +23,7 @@ struct http {
 	struct curl_slist *hdrs;	/* headers sent on every request; owned */
 	long		 json_timeout;	/* seconds per JSON request (QB_HTTP_TIMEOUT, 60) */
 	long		 timeout;	/* stall limit of uploads and downloads (QB_HTTP_TIMEOUT, 300) */
-	double		 deadline;	/* http_clock() time after which no try starts; 0: none */
+	double		 deadline;	/* qtime_mono() time after which no try starts; 0: none */
 	int		 retries;	/* retries after the first try (QB_MAX_RETRIES, 4) */
 	double		 backoff;	/* first backoff step, seconds (QB_BACKOFF_BASE, 0.5) */
 	double		 cap;		/* largest backoff step, seconds (30) */
@@ -61,8 +61,6 @@ void http_init(struct http *h, const char *base, const char *const *hdrs,
  * why (whylen bytes).
  */
 int http_check_url(const char *url, char *why, size_t whylen);
-/* Seconds on CLOCK_MONOTONIC, the clock of h->deadline. */
-double http_clock(void);
 /* Close h's connections and free (and wipe) what http_init made. */
 void http_free(struct http *h);
 /* Make r empty; do this once before r's first use. */

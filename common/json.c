@@ -360,6 +360,15 @@ json_scan(struct json_scan *s, const char *p, size_t len, char *err,
 }
 
 int
+json_keyin(const char *key, const char *const *list)
+{
+	for (; *list != NULL; list++)
+		if (strcmp(key, *list) == 0)
+			return 1;
+	return 0;
+}
+
+int
 json_dupkey(const struct json_scan *s, int parent, const char *key)
 {
 	int i, n = 0;

@@ -80,6 +80,8 @@ int json_scan(struct json_scan *s, const char *p, size_t len, char *err,
 long json_array_len(const char *p, size_t len);
 /* Index of the member key at depth 1 (parent -1) or inside parent; or -1. */
 int json_find(const struct json_scan *s, int parent, const char *key);
+/* 1 if key is one of list (NULL-terminated), else 0. */
+int json_keyin(const char *key, const char *const *list);
 /* 1 if the member key appears more than once there, else 0. */
 int json_dupkey(const struct json_scan *s, int parent, const char *key);
 /* The decoded string of span i (NUL-terminated), or NULL if not a string. */

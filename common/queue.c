@@ -22,6 +22,7 @@
 #include "spool.h"
 #include "sqs.h"
 #include "xmem.h"
+#include "qtime.h"
 
 #define SPOOL_NAP 0.05		/* seconds between looks at an empty spool */
 
@@ -49,28 +50,6 @@ qbatch_clear(struct qbatch *b)
 	b->n = 0;
 }
 
-double
-queue_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void
-nap(double s)
-{
-	struct timespec ts;
-
-	if (s <= 0)
-		return;
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		continue;
-}
-
 static void
 qfree(struct queue *q)
 {
@@ -86,25 +65,25 @@ sp_receive(struct queue *q, struct qbatch *b, size_t max, double wait,
     double lease)
 {
 	struct spool *s = q->priv;
-	double end = queue_now() + wait;
+	double end = qtime_wall() + wait;
 	long got;
 
 	for (;;) {
-		if (spool_reclaim(s, queue_now()) == -1 ||
+		if (spool_reclaim(s, qtime_wall()) == -1 ||
 		    (got = spool_take(s, b, max, lease)) == -1) {
 			qb_warnsys("%s", q->name);
 			return QB_EX_IOERR;
 		}
-		if (got > 0 || queue_now() >= end)
+		if (got > 0 || qtime_wall() >= end)
 			return 0;
-		nap(fmin(SPOOL_NAP, end - queue_now()));
+		qtime_sleep(fmin(SPOOL_NAP, end - qtime_wall()));
 	}
 }
 
 static int
 sp_extend(struct queue *q, struct qmsg *m, size_t n, double lease)
 {
-	double until = queue_now() + lease;
+	double until = qtime_wall() + lease;
 	char *nr;
 	size_t i;
 	int rc = 0;
@@ -136,7 +115,7 @@ sp_settle(struct queue *q, struct qsettle *s, size_t n)
 			r = spool_delete(q->priv, s[i].receipt);
 		else
 			r = spool_relet(q->priv, s[i].receipt, s[i].delay > 0 ?
-			    queue_now() + s[i].delay : 0, NULL);
+			    qtime_wall() + s[i].delay : 0, NULL);
 		s[i].rc = r == 0 ? 0 : errno == EINVAL ? QB_EX_DATAERR :
 		    errno == ENOENT ? QB_EX_UNAVAILABLE : QB_EX_IOERR;
 		if (r == 0)
@@ -203,7 +182,7 @@ sq_extend(struct queue *q, struct qmsg *m, size_t n, double lease)
 {
 	struct sq *x = q->priv;
 	struct qsettle *s = xcalloc(n ? n : 1, sizeof(*s));
-	double now = queue_now();
+	double now = qtime_wall();
 	size_t i;
 	int rc, bad = 0;
 
@@ -327,7 +306,7 @@ in_receive(struct queue *q, struct qbatch *b, size_t max, double wait,
 {
 	struct in *x = q->priv;
 	struct pollfd pfd;
-	double end = queue_now() + wait;
+	double end = qtime_wall() + wait;
 	ssize_t r;
 	size_t got;
 	int ms;
@@ -340,7 +319,7 @@ in_receive(struct queue *q, struct qbatch *b, size_t max, double wait,
 			    x->lineno + 1, JSONL_LINE_MAX);
 			return QB_EX_DATAERR;
 		}
-		ms = (int)ceil((end - queue_now()) * 1000);
+		ms = (int)ceil((end - qtime_wall()) * 1000);
 		pfd.fd = 0;
 		pfd.events = POLLIN;
 		if (ms <= 0)

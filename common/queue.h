@@ -77,7 +77,4 @@ struct queue {
  */
 struct queue *queue_open(const char *spec, int create);
 
-/* Wall-clock seconds now, with fractions. */
-double queue_now(void);
-
 #endif

@@ -45,15 +45,6 @@ struct facts {
 	uint16_t	 x[4];
 };
 
-static int
-inlist(const char *s, const char *const *list)
-{
-	for (; *list != NULL; list++)
-		if (strcmp(s, *list) == 0)
-			return 1;
-	return 0;
-}
-
 static void
 reject(struct reqindex *ri)
 {
@@ -127,7 +118,7 @@ extras(const struct reqindex *ri, const char *line, size_t len, uint16_t x[4])
 	int i, h, split = -1;
 
 	for (i = 0; i < s->nspan; i++) {
-		if ((sp = &s->span[i])->depth != 1 || !inlist(sp->key, ri->own))
+		if ((sp = &s->span[i])->depth != 1 || !json_keyin(sp->key, ri->own))
 			continue;
 		own |= (uint64_t)1 << i;
 		if (sp->len > big) {
@@ -206,7 +197,7 @@ facts(const struct reqindex *ri, const char *line, size_t len,
 	f->body = body != NULL;
 	f->model = json_str(body, "model");
 	for (i = 0; i < v->u.object.len; i++)
-		if (!inlist(v->u.object.keys[i], ri->own))
+		if (!json_keyin(v->u.object.keys[i], ri->own))
 			f->flags |= REQ_EXTRA;
 }
 
@@ -430,7 +421,7 @@ members(struct reqindex *ri, const char *p, yajl_gen g, int w[3])
 			w[0] = i;
 		else if (strcmp(sp->key, "url") == 0)
 			w[1] = i;
-		if (inlist(sp->key, ri->own))
+		if (json_keyin(sp->key, ri->own))
 			continue;
 		if (strcmp(sp->key, "endpoint") == 0)
 			w[2] = i;
@@ -484,7 +475,7 @@ emit_tree(struct reqindex *ri, const struct req *q, const char *line,
 			body = v->u.object.values[i];
 		else if (strcmp(key, "url") == 0)
 			url = v->u.object.values[i];
-		if (inlist(key, ri->own))
+		if (json_keyin(key, ri->own))
 			continue;
 		haveep |= strcmp(key, "endpoint") == 0;
 		jout_kval(g, key, v->u.object.values[i]);

@@ -20,6 +20,7 @@
 
 #include "afile.h"
 #include "buf.h"
+#include "qtime.h"
 #include "spool.h"
 #include "xmem.h"
 
@@ -239,7 +240,7 @@ spool_take(struct spool *s, struct qbatch *b, size_t max, double lease)
 	struct qmsg *m;
 	long long e, until;
 	long r, got = 0;
-	double now = queue_now();
+	double now = qtime_wall();
 	DIR *dp;
 
 	if (mkpath(from, sizeof(from), s, "new", "") == -1 ||

@@ -27,6 +27,7 @@
 #include "num.h"
 #include "sqs.h"
 #include "xmem.h"
+#include "qtime.h"
 
 #define CALL_TIMEOUT	30L	/* seconds a call may take beyond its long poll */
 
@@ -180,17 +181,6 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 	return size * nmemb;
 }
 
-static void
-nap(double s)
-{
-	struct timespec ts;
-
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		continue;
-}
-
 /* Backoff before retry number attempt (0-based): full jitter. */
 static double
 backoff(const struct sqs *q, int attempt)
@@ -288,7 +278,7 @@ call(struct sqs *q, const char *action, const char *body, size_t len,
 		if (cls != HTTP_TEMP || attempt >= q->retries)
 			return http_exit(cls);
 		qb_note(1, "sqs %s; retry %d of %d", q->err, attempt + 1, q->retries);
-		nap(backoff(q, attempt));
+		qtime_sleep(backoff(q, attempt));
 	}
 }
 
@@ -316,7 +306,7 @@ sqs_receive(struct sqs *q, struct qbatch *b, int max, int wait, int vis)
 	yajl_val v, ms, m;
 	const char *id, *rh, *body, *rc;
 	struct qmsg *qm;
-	double t0 = queue_now();
+	double t0 = qtime_wall();
 	size_t i;
 	int st;
 
@@ -455,7 +445,7 @@ batch(struct sqs *q, const char *action, struct ent *e, size_t n)
 			return worst;
 		qb_note(1, "sqs %s: %d entries failed on the server's side; "
 		    "sending them again", action, left);
-		nap(backoff(q, attempt));
+		qtime_sleep(backoff(q, attempt));
 	}
 }
 
