@@ -79,6 +79,7 @@ struct rec {
 	struct result_parser	 rp;
 	yajl_gen		 g;
 	unsigned long		 nout[3], npending, nunclaimed, nunknown, ndup, nbad;
+	unsigned long		 nraw;		/* result lines read outside any job */
 	unsigned long long	 tin, tout;
 	double			 cost;
 	int			 ioerr, unread;
@@ -379,6 +380,7 @@ take_line(struct rec *rc, struct jsonl_reader *r, const char *line, size_t len)
 	int rv;
 
 	if ((rv = result_parse(&rc->rp, line, len, &res, err, sizeof(err))) == 0) {
+		rc->nraw++;
 		take_result(rc, r, &res, 0);
 		return;
 	}
@@ -424,10 +426,11 @@ finish(struct rec *rc)
 		 * Once job records are read, only they say what ran: a
 		 * request no job claims may be in a batch still running
 		 * (qb-poll -i prints only the jobs that ended), so it gets
-		 * no outcome. Results alone, with no job, are taken as all
-		 * there is.
+		 * no outcome; so does every request when nothing at all was
+		 * read (a cron run in which no batch ended). Result lines
+		 * alone, with no job, are taken as all there is.
 		 */
-		if (j == NULL && rc->njobs > 0) {
+		if (j == NULL && (rc->njobs > 0 || rc->nraw == 0)) {
 			rc->nunclaimed++;
 			continue;
 		}

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
-plan 108
+plan 110
 
 # rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
 rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
@@ -94,7 +94,10 @@ EOF
 check_same "$T/err" "$T/want.err" "cases 5-10: each bad line named with its line; blank lines silent"
 is "$(col .id)" "g1 g3 n1 b1 b2 w1 w2 bom1 bom2 v1 v3 " "cases 5-10: every good request joined"
 # re-read by offset: after a BOM, with CRLF endings, from a .gz and from a pipe
-rec -r "$C/bom.jsonl" -r "$C/crlf.jsonl" -r "$C/blank-lines.jsonl" /dev/null
+# One result line for another id: result lines without jobs are all there is,
+# so the requests without a result are retries.
+echo '{"custom_id":"zz","response":{"status_code":200,"body":{}},"error":null}' >"$T/other.res"
+rec -r "$C/bom.jsonl" -r "$C/crlf.jsonl" -r "$C/blank-lines.jsonl" "$T/other.res"
 is "$(col '"\(.id)=\(.body.messages[0].content)"')" "bom1=hi bom2=hi w1=one w2=two b1=one b2=two " "cases 7-9: retries re-read from the right offsets"
 ok_if "cases 8-9: no BOM and no CR in the output" "$(grep -c "$(printf '\r\|\357\273\277')" "$T/out")" = 0
 gzip -c "$D/expired.requests.jsonl" >"$T/req.jsonl.gz"
@@ -105,11 +108,11 @@ is "$rc:$(col '"\(.id)=\(.outcome)=\(.body.messages[0].content)"')" "1:x1=done=n
 
 # a request json_scan cannot record whole (over 64 members, a long key) still carries through
 jq -nc '{meta: ([range(70) | {key: "k\(.)", value: .}] | from_entries), ("x" * 80): 1, body: {model: "m1", messages: []}, endpoint: "/v1/embeddings", custom_id: "wide"}' >"$T/wide.req"
-rec -r "$T/wide.req" /dev/null
+rec -r "$T/wide.req" "$T/other.res"
 is "$(col '"\(.id) \(.meta | length) \(.meta.k69) \(.endpoint) \(.body.model) \(has("x" * 80))"')" "wide 70 69 /v1/embeddings m1 true " "a wide request: indexed and carried whole"
 
 # case 1's file as requests: a duplicate id reported at its line
-rec -r "$C/dup-id.jsonl" /dev/null
+rec -r "$C/dup-id.jsonl" "$T/other.res"
 is "$(head -n 1 "$T/err")" "qb-reconcile: $C/dup-id.jsonl:2: duplicate id \"a1\" (first at $C/dup-id.jsonl:1)" "duplicate request id reported at its line"
 is "$rc:$(col '"\(.id)=\(.body.messages[0].content)"')" "1:a1=one " "the first request with the id stands"
 check_exit 65 "--strict: a duplicate request id stops" qb-reconcile --strict -r "$C/dup-id.jsonl" /dev/null
@@ -215,6 +218,10 @@ cp "$D/items.jsonl" "$T/window.jsonl"
 recin "$T/job.x" -r "$T/window.jsonl"
 is "$(col .id)" "x1 x2 x3 " "jobs read: requests of no job get no outcome"
 like "$(last)" "in no job read, left without outcome" "jobs read: the unclaimed counted in the summary"
+# a cron run in which no batch ended reads nothing: no outcome at all
+rec -r "$T/window.jsonl" /dev/null
+is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "0:0" "nothing read: no outcome, exit 0"
+like "$(last)" "in no job read, left without outcome" "nothing read: the requests counted as unclaimed"
 # Azure spells statuses with a capital
 job "$T/job.z" --arg t "$T" '{batch_id:"batch_z",file:"\($t)/expired.requests.jsonl",status:"Completed",results:["\($t)/expired.output.jsonl"]}'
 recin "$T/job.z"
