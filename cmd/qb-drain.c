@@ -11,12 +11,11 @@
  * custody to the output file: written, fsynced, then the messages go.
  * --settle reads outcome records: done and dead are deleted (dead ones
  * first written to the dead letter), retry is released after a backoff
- * that doubles with each receive.
+ * that doubles with each receive (common/settle.c).
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +33,15 @@
 #include "num.h"
 #include "opt.h"
 #include "queue.h"
+#include "settle.h"
 #include "sqs.h"
 #include "xmem.h"
 #include "qtime.h"
 
 static const char usage[] =
     "[-chqVv] [--dead-letter file] [--dead-letter-queue queue]\n"
-    "       [--max-receives n] [--visibility seconds] [--wait seconds]\n"
-    "       [-n count] [-o file] [-Q queue] [-t seconds]\n"
+    "       [--max-receives n] [--receivers n] [--visibility seconds]\n"
+    "       [--wait seconds] [-n count] [-o file] [-Q queue] [-t seconds]\n"
     "       qb-drain --enqueue [-hqVv] [--strict] [-Q queue] [file ...]\n"
     "       qb-drain --settle [-hqVv] [--strict] [--dead-letter file]\n"
     "       [--dead-letter-queue queue] [--max-receives n]\n"
@@ -57,6 +57,7 @@ static const char help[] =
     "  -o, --output FILE      write to FILE (atomically) instead of stdout\n"
     "  -Q, --queue Q          dir:PATH, -, sqs://REGION/ACCOUNT/NAME or an SQS\n"
     "                         queue URL (default QB_QUEUE)\n"
+    "      --receivers N      SQS receive calls in flight (default 4, <= 16)\n"
     "      --retry-delay S    first backoff of a retry outcome (default 30)\n"
     "      --settle           settle the outcome records read\n"
     "      --strict           stop at the first bad line (exit 65)\n"
@@ -66,20 +67,21 @@ static const char help[] =
     "      --wait S           long-poll seconds per SQS receive (default 5, <= 20)\n"
     "  -h, -V, -v, -q         help, version, verbose, quiet\n";
 
-enum { OPT_DL = 256, OPT_DLQ, OPT_ENQ, OPT_MAXR, OPT_RDELAY, OPT_SETTLE,
+enum { OPT_DL = 256, OPT_DLQ, OPT_ENQ, OPT_MAXR, OPT_RDELAY, OPT_RECV, OPT_SETTLE,
     OPT_STRICT, OPT_VIS, OPT_WAIT };
 
 struct opts {
 	const char	*queue, *out, *dl, *dlq;
-	long		 count, maxr;
+	long		 count, maxr, receivers;
 	double		 timeout, vis, wait, rdelay;
 	int		 commit, enqueue, settle, strict;
 };
 
 struct run {
 	const struct opts *o;
-	struct queue	*q, *dlq;
-	FILE		*out, *dl;
+	struct queue	*q;
+	struct deadletter dead;
+	FILE		*out;
 	struct afile	 af;
 	int		 atomic;
 	yajl_gen	 g;
@@ -113,29 +115,6 @@ item(struct run *R, const struct qmsg *m, yajl_val v)
 	jout_kstr(R->g, "receipt", m->receipt);
 	jout_kint(R->g, "receives", m->receives);
 	jout_close(R->g);
-}
-
-/* Write the finished record in R->g as a dead letter; 0 or a QB_EX_*. */
-static int
-deadletter(struct run *R)
-{
-	const unsigned char *p;
-	size_t n;
-	int rc = 0;
-
-	yajl_gen_get_buf(R->g, &p, &n);
-	if (R->dl != NULL && (fwrite(p, 1, n, R->dl) != n ||
-	    putc('\n', R->dl) == EOF || fflush(R->dl) != 0 ||
-	    fsync(fileno(R->dl)) == -1)) {
-		qb_warnsys("dead letter file %s", R->o->dl);
-		rc = QB_EX_IOERR;
-	}
-	if (rc == 0 && R->dlq != NULL && ((rc = R->dlq->send(R->dlq,
-	    (const char *)p, n)) != 0 || (rc = R->dlq->flush(R->dlq)) != 0))
-		qb_warn("dead letter queue %s: not sent", R->dlq->name);
-	yajl_gen_clear(R->g);
-	yajl_gen_reset(R->g, NULL);
-	return rc;
 }
 
 /* Delete b's messages; report those that fail. */
@@ -195,7 +174,7 @@ handon(struct run *R, struct qbatch *b)
 			yajl_tree_free(v);
 			qb_warn("message %s received %ld times: dead-lettered",
 			    m->id, m->receives);
-			if (deadletter(R) == 0) {
+			if (deadletter_put(&R->dead, R->g) == 0) {
 				*qbatch_add(&dead) = *m;
 				continue;
 			}
@@ -245,6 +224,7 @@ drain(struct run *R)
 	const struct opts *o = R->o;
 	struct qbatch b = { NULL, 0, 0 };
 	double deadline, left;
+	size_t twice;
 	int rc, isstdin = R->q->extend == NULL;
 
 	if (!isstdin && o->timeout + o->vis > SQS_VIS_MAX &&
@@ -261,7 +241,7 @@ drain(struct run *R)
 			if ((left = deadline - qtime_mono()) <= 0)
 				break;
 			rc = R->q->receive(R->q, &b, (size_t)o->count - b.n,
-			    isstdin ? left : fmin(left, o->wait), left + o->vis);
+			    left, left + o->vis);
 			if (rc != 0) {
 				if (b.n > 0)
 					qb_warn("%zu messages stay leased and will "
@@ -271,6 +251,9 @@ drain(struct run *R)
 			if (R->q->eof)
 				break;
 		}
+		if ((twice = qbatch_dedupe(&b)) > 0)
+			qb_note(1, "%zu messages received twice: handed on once",
+			    twice);
 		qb_note(1, "window: %zu messages", b.n);
 		handon(R, &b);
 		qbatch_clear(&b);
@@ -317,143 +300,6 @@ enqueue(struct run *R, char **files, int nfiles)
 		exit(ch);
 }
 
-/* One outcome record waiting to be settled. */
-struct pend {
-	yajl_val	 v;		/* owned */
-	const char	*what;		/* "deleted", "released", "dead_lettered" */
-	int		 dead, skip;
-};
-
-/* Settle p[0..n-1]: dead letters first, then one call per kind. */
-static void
-settle_chunk(struct run *R, struct pend *p, size_t n)
-{
-	struct qsettle s[SQS_BATCH_MAX];
-	const char *rcpt;
-	long long rc;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		memset(&s[i], 0, sizeof(s[i]));
-		s[i].receipt = (rcpt = json_str(p[i].v, "receipt")) ? rcpt : "";
-		s[i].act = p[i].what[0] == 'r' ? QA_RELEASE : QA_DELETE;
-		if (json_int(p[i].v, "receives", &rc) == -1 || rc < 1)
-			rc = 1;
-		s[i].delay = fmin(R->o->rdelay * pow(2, (double)(rc - 1)), SQS_VIS_MAX);
-		if (p[i].dead) {
-			jout_val(R->g, p[i].v);
-			if (deadletter(R) != 0) {
-				p[i].skip = 1;
-				snprintf(s[i].why, sizeof(s[i].why),
-				    "the dead letter could not be written");
-			}
-		}
-	}
-	/* Skipped entries are moved out of the call. */
-	{
-		struct qsettle t[SQS_BATCH_MAX];
-		size_t k = 0, j;
-
-		for (i = 0; i < n; i++)
-			if (!p[i].skip)
-				t[k++] = s[i];
-		if (k > 0)
-			R->q->settle(R->q, t, k);
-		for (i = 0, j = 0; i < n; i++)
-			if (!p[i].skip)
-				s[i] = t[j++];
-			else
-				s[i].rc = QB_EX_IOERR;
-	}
-	for (i = 0; i < n; i++) {
-		static const char *const skip[] = { "settled", "error", NULL };
-		const char *id = json_str(p[i].v, "id");
-
-		if (s[i].rc != 0) {
-			qb_warn("%s: %s not settled: %s", R->q->name,
-			    id ? id : "an item", s[i].why);
-			R->rc = QB_EX_PARTIAL;
-		}
-		jout_open(R->g);
-		jout_members(R->g, p[i].v, skip);
-		jout_kstr(R->g, "settled", s[i].rc == 0 ? p[i].what :
-		    s[i].expired ? "expired" : NULL);
-		if (s[i].rc != 0)
-			jout_kstr(R->g, "error", s[i].why);
-		jout_close(R->g);
-		put(R, R->out);
-		yajl_tree_free(p[i].v);
-	}
-}
-
-static void
-settle(struct run *R, char **files, int nfiles)
-{
-	const struct opts *o = R->o;
-	struct jsonl_reader r;
-	struct pend p[SQS_BATCH_MAX];
-	const char *oc, *qn, *why;
-	long long rc;
-	size_t n = 0, len;
-	yajl_val v;
-	char *line;
-	int i, ch;
-
-	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
-		if (jsonl_open(&r, nfiles ? files[i] : "-") == -1)
-			qb_diesys(QB_EX_NOINPUT, "%s", files[i]);
-		while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
-			if (ch == JSONL_IOERR)
-				exit(QB_EX_IOERR);
-			why = NULL;
-			v = NULL;
-			if (ch == JSONL_BAD || (v = jsonl_tree(&r, line, len)) == NULL)
-				why = "";
-			else if ((oc = json_str(v, "outcome")) == NULL ||
-			    (strcmp(oc, "done") != 0 && strcmp(oc, "retry") != 0 &&
-			    strcmp(oc, "dead") != 0))
-				why = "\"outcome\" is not done, retry or dead";
-			else if (json_str(v, "receipt") == NULL)
-				why = "no \"receipt\": not from a queue";
-			else if ((qn = json_str(v, "queue")) != NULL && R->q != NULL &&
-			    o->queue == NULL && strcmp(qn, R->q->name) != 0)
-				why = "from another queue than the first record";
-			else if (R->q == NULL && qn == NULL)
-				why = "no \"queue\" and no -Q";
-			if (why != NULL) {
-				if (*why != '\0')
-					qb_lwarn(r.name, r.lineno, "%s", why);
-				yajl_tree_free(v);
-				if (o->strict)
-					exit(QB_EX_DATAERR);
-				R->rc = QB_EX_PARTIAL;
-				continue;
-			}
-			if (R->q == NULL)
-				R->q = queue_open(json_str(v, "queue"), 0);
-			memset(&p[n], 0, sizeof(p[n]));
-			p[n].v = v;
-			if (json_int(v, "receives", &rc) == -1)
-				rc = 0;
-			if (oc[0] == 'r' && o->maxr > 0 && rc >= o->maxr) {
-				qb_note(1, "%s: received %lld times: dead",
-				    json_str(v, "id"), rc);
-				oc = "dead";
-			}
-			p[n].dead = strcmp(oc, "dead") == 0 && (R->dl != NULL || R->dlq != NULL);
-			p[n].what = oc[0] == 'r' ? "released" : p[n].dead ?
-			    "dead_lettered" : "deleted";
-			if (++n == SQS_BATCH_MAX) {
-				settle_chunk(R, p, n);
-				n = 0;
-			}
-		}
-		jsonl_close(&r);
-	}
-	if (n > 0)
-		settle_chunk(R, p, n);
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -466,6 +312,7 @@ main(int argc, char *argv[])
 		{ "max-receives", required_argument, NULL, OPT_MAXR },
 		{ "output", required_argument, NULL, 'o' },
 		{ "queue", required_argument, NULL, 'Q' },
+		{ "receivers", required_argument, NULL, OPT_RECV },
 		{ "retry-delay", required_argument, NULL, OPT_RDELAY },
 		{ "settle", no_argument, NULL, OPT_SETTLE },
 		{ "strict", no_argument, NULL, OPT_STRICT },
@@ -489,6 +336,7 @@ main(int argc, char *argv[])
 	o.vis = 300;
 	o.wait = 5;
 	o.rdelay = 30;
+	o.receivers = 4;
 	o.queue = getenv("QB_QUEUE");
 	while ((ch = getopt_long(argc, argv, "chn:o:Q:qt:Vv", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -518,6 +366,10 @@ main(int argc, char *argv[])
 			break;
 		case OPT_MAXR:
 			o.maxr = (long)qb_strtonum(optarg, 1, 1000000, &e);
+			break;
+		case OPT_RECV:
+			o.receivers = (long)qb_strtonum(optarg, 1,
+			    SQS_RECEIVERS_MAX, &e);
 			break;
 		case OPT_RDELAY:
 			o.rdelay = qb_parse_seconds(optarg, &e);
@@ -581,27 +433,38 @@ main(int argc, char *argv[])
 		R.out = R.af.fp;
 		R.atomic = 1;
 	}
-	if (o.dl != NULL && (R.dl = fopen(o.dl, "a")) == NULL)
+	R.dead.path = o.dl;
+	if (o.dl != NULL && (R.dead.fp = fopen(o.dl, "a")) == NULL)
 		qb_diesys(QB_EX_IOERR, "%s", o.dl);
 	if (o.dlq != NULL)
-		R.dlq = queue_open(o.dlq, 1);
-	if (o.queue != NULL)
+		R.dead.q = queue_open(o.dlq, 1);
+	if (o.queue != NULL) {
 		R.q = queue_open(o.queue, o.enqueue);
+		R.q->poll = o.wait;
+		R.q->receivers = (int)o.receivers;
+	}
 	if (R.q != NULL && R.q->settle == NULL && (o.settle || o.enqueue))
 		qb_die(QB_EX_USAGE, "standard input is not a queue to %s",
 		    o.settle ? "settle on" : "put items on");
 	if (o.enqueue)
 		enqueue(&R, argv, argc);
-	else if (o.settle)
-		settle(&R, argv, argc);
+	else if (o.settle) {
+		struct settler st = { R.q, o.queue != NULL, &R.dead, o.rdelay,
+		    o.maxr, o.strict, R.g, R.out, 0 };
+
+		settle_files(&st, argv, argc);
+		R.q = st.q;
+		if (st.rc != 0)
+			R.rc = st.rc;
+	}
 	else
 		drain(&R);
 	if (R.atomic && afile_commit(&R.af, NULL) == -1)
 		qb_diesys(QB_EX_IOERR, "%s", o.out);
-	if (R.dl != NULL && fclose(R.dl) != 0)
+	if (R.dead.fp != NULL && fclose(R.dead.fp) != 0)
 		qb_diesys(QB_EX_IOERR, "%s", o.dl);
-	if (R.dlq != NULL)
-		R.dlq->close(R.dlq);
+	if (R.dead.q != NULL)
+		R.dead.q->close(R.dead.q);
 	if (R.q != NULL)
 		R.q->close(R.q);
 	yajl_gen_free(R.g);

@@ -50,6 +50,52 @@ qbatch_clear(struct qbatch *b)
 	b->n = 0;
 }
 
+struct idx {
+	const char	*id;
+	size_t		 i;
+};
+
+static int
+idxcmp(const void *a, const void *b)
+{
+	const struct idx *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+
+	return c != 0 ? c : x->i < y->i ? -1 : x->i > y->i;
+}
+
+size_t
+qbatch_dedupe(struct qbatch *b)
+{
+	struct idx *ix = xcalloc(b->n ? b->n : 1, sizeof(*ix));
+	char *drop = xcalloc(b->n ? b->n : 1, 1);
+	size_t i, k, n = 0;
+
+	for (i = 0; i < b->n; i++)
+		if (b->m[i].id != NULL && b->m[i].receipt != NULL) {
+			ix[n].id = b->m[i].id;
+			ix[n++].i = i;
+		}
+	qsort(ix, n, sizeof(*ix), idxcmp);
+	for (i = 0; i + 1 < n; i++)
+		if (strcmp(ix[i].id, ix[i + 1].id) == 0)
+			drop[ix[i].i] = 1;	/* a later receive holds the lease */
+	for (i = k = 0; i < b->n; i++) {
+		if (!drop[i]) {
+			b->m[k++] = b->m[i];
+			continue;
+		}
+		free(b->m[i].id);
+		free(b->m[i].receipt);
+		free(b->m[i].body);
+	}
+	n = b->n - k;
+	b->n = k;
+	free(ix);
+	free(drop);
+	return n;
+}
+
 static void
 qfree(struct queue *q)
 {
@@ -170,8 +216,9 @@ sq_receive(struct queue *q, struct qbatch *b, size_t max, double wait,
 	struct sq *x = q->priv;
 	int rc;
 
-	rc = sqs_receive(&x->s, b, max > SQS_BATCH_MAX ? SQS_BATCH_MAX : (int)max,
-	    (int)fmin(floor(wait), SQS_WAIT_MAX), (int)fmin(ceil(lease), SQS_VIS_MAX));
+	x->s.nrecv = q->receivers;
+	rc = sqs_receive(&x->s, b, max, (int)fmin(floor(q->poll), SQS_WAIT_MAX),
+	    wait, lease);
 	if (rc != 0)
 		qb_warn("%s", x->s.err);
 	return rc;
@@ -360,6 +407,8 @@ queue_open(const char *spec, int create)
 	struct in *in;
 	struct sq *x;
 
+	q->poll = 5;
+	q->receivers = 1;
 	if (strcmp(spec, "-") == 0) {
 		q->name = xstrdup("-");
 		q->receive = in_receive;

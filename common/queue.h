@@ -28,6 +28,10 @@ struct qbatch {
 
 /* Append a zeroed message to b and return it (dies QB_EX_OSERR). */
 struct qmsg *qbatch_add(struct qbatch *b);
+/* Drop all but the last of the messages with the same id (a message
+ * received twice: the last receipt is the one that holds); returns how
+ * many were dropped. */
+size_t qbatch_dedupe(struct qbatch *b);
 /* Free the messages of b; b is empty and reusable. */
 void qbatch_clear(struct qbatch *b);
 
@@ -46,10 +50,13 @@ struct qsettle {
 struct queue {
 	char	*name;		/* canonical name for the "queue" member; owned */
 	int	 eof;		/* stdin only: no more input */
+	double	 poll;		/* SQS: long-poll seconds per call (default 5) */
+	int	 receivers;	/* SQS: receive calls in flight (default 1) */
 	/*
 	 * Lease up to max messages into b, each for lease seconds, waiting
-	 * at most wait seconds for the first. Returns 0 (also when none
-	 * came) or a QB_EX_* status after reporting why.
+	 * at most wait seconds for the first (SQS: calling on until max
+	 * came or wait passed). Returns 0 (also when none came) or a
+	 * QB_EX_* status after reporting why.
 	 */
 	int	(*receive)(struct queue *, struct qbatch *b, size_t max,
 		    double wait, double lease);

@@ -141,6 +141,7 @@ sqs_open(struct sqs *q, const char *spec)
 	}
 	q->retries = 4;
 	q->backoff = 0.5;
+	q->nrecv = 1;
 	if ((v = envs("QB_MAX_RETRIES", NULL)) != NULL) {
 		q->retries = (int)qb_strtonum(v, 0, 100, &e);
 		if (e != NULL)
@@ -159,6 +160,7 @@ sqs_open(struct sqs *q, const char *spec)
 void
 sqs_close(struct sqs *q)
 {
+	sqs_recv_free(q);
 	if (q->curl != NULL)
 		curl_easy_cleanup(q->curl);
 	if (q->sk != NULL)
@@ -182,12 +184,96 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 }
 
 /* Backoff before retry number attempt (0-based): full jitter. */
-static double
-backoff(const struct sqs *q, int attempt)
+double
+sqs_backoff(const struct sqs *q, int attempt)
 {
 	double top = q->backoff * pow(2, attempt);
 
 	return (top > 20 ? 20 : top) * ((double)rand() / RAND_MAX);
+}
+
+struct curl_slist *
+sqs_setup(struct sqs *q, CURL *c, const char *action, const char *body,
+    size_t len, long wait, struct buf *resp, char *ebuf)
+{
+	struct curl_slist *h = NULL, *s;
+	char tgt[80];
+
+	snprintf(tgt, sizeof(tgt), "X-Amz-Target: AmazonSQS.%s", action);
+	for (s = q->token; s != NULL; s = s->next)
+		h = curl_slist_append(h, s->data);
+	h = curl_slist_append(h, "Content-Type: application/x-amz-json-1.0");
+	if (h == NULL || (h = curl_slist_append(h, tgt)) == NULL)
+		qb_die(QB_EX_OSERR, "out of memory");
+	buf_reset(resp);
+	ebuf[0] = '\0';
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, q->endpoint);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "qb/" QB_VERSION);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, CALL_TIMEOUT + wait);
+	curl_easy_setopt(c, CURLOPT_AWS_SIGV4, q->sigv4);
+	curl_easy_setopt(c, CURLOPT_USERNAME, q->ak);
+	curl_easy_setopt(c, CURLOPT_PASSWORD, q->sk);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+	return h;
+}
+
+int
+sqs_result(struct sqs *q, const char *action, CURLcode cc, long status,
+    const struct buf *resp, const char *ebuf, int attempt, yajl_val *out)
+{
+	char perr[160];
+	const char *code, *msg, *p;
+	enum http_class cls;
+	yajl_val v = NULL;
+
+	*out = NULL;
+	q->status = status;
+	cls = http_class(cc, status);
+	qb_note(2, "sqs %s -> %ld", action, status);
+	if (cc == CURLE_OK && resp->len > 0 &&
+	    (v = json_tree(resp->p, perr, sizeof(perr))) == NULL &&
+	    cls == HTTP_OK) {
+		snprintf(q->err, sizeof(q->err), "%s: unparseable answer: %s",
+		    action, perr);
+		return QB_EX_PROTOCOL;
+	}
+	if (cls == HTTP_OK) {
+		*out = v;
+		return 0;
+	}
+	if (cc != CURLE_OK) {
+		snprintf(q->err, sizeof(q->err), "%s: %s", action,
+		    ebuf[0] ? ebuf : curl_easy_strerror(cc));
+	} else {
+		code = json_str(v, "__type");
+		if ((msg = json_str(v, "message")) == NULL)
+			msg = json_str(v, "Message");
+		if (code != NULL && (p = strrchr(code, '#')) != NULL)
+			code = p + 1;
+		snprintf(q->err, sizeof(q->err), "%s: HTTP %ld%s%.100s%s%.200s",
+		    action, status, code ? ": " : "", code ? code : "",
+		    msg ? ": " : "", msg ? msg : "");
+		/* AWS throttles with a 400 and a code. */
+		if (code != NULL && strstr(code, "Throttl") != NULL)
+			cls = HTTP_TEMP;
+		if (cls == HTTP_AUTH)
+			snprintf(q->err + strlen(q->err), sizeof(q->err) -
+			    strlen(q->err), " (permission denied: check "
+			    "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the region)");
+	}
+	yajl_tree_free(v);
+	if (cls != HTTP_TEMP || attempt >= q->retries)
+		return http_exit(cls);
+	qb_note(1, "sqs %s; retry %d of %d", q->err, attempt + 1, q->retries);
+	return -1;
 }
 
 /*
@@ -200,85 +286,24 @@ static int
 call(struct sqs *q, const char *action, const char *body, size_t len,
     long wait, yajl_val *out)
 {
-	struct curl_slist *h = NULL, *s;
-	char tgt[80], ebuf[CURL_ERROR_SIZE], perr[160];
-	const char *code, *msg, *p;
-	enum http_class cls;
-	yajl_val v;
+	struct curl_slist *h;
+	char ebuf[CURL_ERROR_SIZE];
+	long status;
 	CURLcode cc;
-	int attempt;
+	int attempt, rc;
 
-	*out = NULL;
-	snprintf(tgt, sizeof(tgt), "X-Amz-Target: AmazonSQS.%s", action);
 	for (attempt = 0;; attempt++) {
-		h = NULL;
-		for (s = q->token; s != NULL; s = s->next)
-			h = curl_slist_append(h, s->data);
-		h = curl_slist_append(h, "Content-Type: application/x-amz-json-1.0");
-		if (h == NULL || (h = curl_slist_append(h, tgt)) == NULL)
-			qb_die(QB_EX_OSERR, "out of memory");
-		buf_reset(&q->resp);
-		ebuf[0] = '\0';
-		curl_easy_reset(q->curl);
-		curl_easy_setopt(q->curl, CURLOPT_URL, q->endpoint);
-		curl_easy_setopt(q->curl, CURLOPT_USERAGENT, "qb/" QB_VERSION);
-		curl_easy_setopt(q->curl, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(q->curl, CURLOPT_ERRORBUFFER, ebuf);
-		curl_easy_setopt(q->curl, CURLOPT_CONNECTTIMEOUT, 10L);
-		curl_easy_setopt(q->curl, CURLOPT_TIMEOUT, CALL_TIMEOUT + wait);
-		curl_easy_setopt(q->curl, CURLOPT_AWS_SIGV4, q->sigv4);
-		curl_easy_setopt(q->curl, CURLOPT_USERNAME, q->ak);
-		curl_easy_setopt(q->curl, CURLOPT_PASSWORD, q->sk);
-		curl_easy_setopt(q->curl, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(q->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-		curl_easy_setopt(q->curl, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(q->curl, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(q->curl, CURLOPT_WRITEDATA, &q->resp);
+		h = sqs_setup(q, q->curl, action, body, len, wait, &q->resp, ebuf);
 		cc = curl_easy_perform(q->curl);
-		q->status = 0;
-		curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &q->status);
+		status = 0;
+		curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &status);
 		curl_easy_setopt(q->curl, CURLOPT_HTTPHEADER, NULL);
 		curl_easy_setopt(q->curl, CURLOPT_ERRORBUFFER, NULL);
 		curl_slist_free_all(h);
-		cls = http_class(cc, q->status);
-		qb_note(2, "sqs %s -> %ld", action, q->status);
-		v = NULL;
-		if (cc == CURLE_OK && q->resp.len > 0 &&
-		    (v = json_tree(q->resp.p, perr, sizeof(perr))) == NULL &&
-		    cls == HTTP_OK) {
-			snprintf(q->err, sizeof(q->err), "%s: unparseable answer: %s",
-			    action, perr);
-			return QB_EX_PROTOCOL;
-		}
-		if (cls == HTTP_OK) {
-			*out = v;
-			return 0;
-		}
-		if (cc != CURLE_OK) {
-			snprintf(q->err, sizeof(q->err), "%s: %s", action,
-			    ebuf[0] ? ebuf : curl_easy_strerror(cc));
-		} else {
-			code = json_str(v, "__type");
-			if ((msg = json_str(v, "message")) == NULL)
-				msg = json_str(v, "Message");
-			if (code != NULL && (p = strrchr(code, '#')) != NULL)
-				code = p + 1;
-			snprintf(q->err, sizeof(q->err), "%s: HTTP %ld%s%.100s%s%.200s",
-			    action, q->status, code ? ": " : "", code ? code : "",
-			    msg ? ": " : "", msg ? msg : "");
-			/* AWS throttles with a 400 and a code. */
-			if (code != NULL && strstr(code, "Throttl") != NULL)
-				cls = HTTP_TEMP;
-			if (cls == HTTP_AUTH)
-				snprintf(q->err + strlen(q->err), sizeof(q->err) -
-				    strlen(q->err), " (permission denied: check "
-				    "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the region)");
-		}
-		yajl_tree_free(v);
-		if (cls != HTTP_TEMP || attempt >= q->retries)
-			return http_exit(cls);
-		qb_note(1, "sqs %s; retry %d of %d", q->err, attempt + 1, q->retries);
-		qtime_sleep(backoff(q, attempt));
+		if ((rc = sqs_result(q, action, cc, status, &q->resp, ebuf,
+		    attempt, out)) != -1)
+			return rc;
+		qtime_sleep(sqs_backoff(q, attempt));
 	}
 }
 
@@ -295,57 +320,6 @@ send_gen(struct sqs *q, yajl_gen g, const char *action, long wait, yajl_val *out
 	rc = call(q, action, (const char *)p, n, wait, out);
 	yajl_gen_free(g);
 	return rc;
-}
-
-int
-sqs_receive(struct sqs *q, struct qbatch *b, int max, int wait, int vis)
-{
-	static const char *const names[] = { "AttributeNames",
-	    "MessageSystemAttributeNames" };
-	yajl_gen g = jout_new();
-	yajl_val v, ms, m;
-	const char *id, *rh, *body, *rc;
-	struct qmsg *qm;
-	double t0 = qtime_wall();
-	size_t i;
-	int st;
-
-	jout_open(g);
-	jout_kstr(g, "QueueUrl", q->url);
-	jout_kint(g, "MaxNumberOfMessages", max);
-	jout_kint(g, "WaitTimeSeconds", wait);
-	jout_kint(g, "VisibilityTimeout", vis);
-	/* The emulator reads only the older name (peers/README.md, 3). */
-	for (i = 0; i < 2; i++) {
-		jout_key(g, names[i]);
-		yajl_gen_array_open(g);
-		jout_str(g, "ApproximateReceiveCount");
-		yajl_gen_array_close(g);
-	}
-	if ((st = send_gen(q, g, "ReceiveMessage", wait, &v)) != 0)
-		return st;
-	ms = json_get(v, "Messages");
-	for (i = 0; ms != NULL && YAJL_IS_ARRAY(ms) && i < ms->u.array.len; i++) {
-		m = ms->u.array.values[i];
-		id = json_str(m, "MessageId");
-		rh = json_str(m, "ReceiptHandle");
-		body = json_str(m, "Body");
-		if (id == NULL || rh == NULL || body == NULL) {
-			qb_warn("sqs ReceiveMessage: a message without MessageId, "
-			    "ReceiptHandle or Body; skipped");
-			continue;
-		}
-		qm = qbatch_add(b);
-		qm->id = xstrdup(id);
-		qm->receipt = xstrdup(rh);
-		qm->len = strlen(body);
-		qm->body = xstrndup(body, qm->len);
-		rc = json_str(json_get(m, "Attributes"), "ApproximateReceiveCount");
-		qm->receives = rc != NULL ? strtol(rc, NULL, 10) : 0;
-		qm->until = t0 + vis;
-	}
-	yajl_tree_free(v);
-	return 0;
 }
 
 /* One entry of a batch call, pointing at the caller's storage. */
@@ -445,7 +419,7 @@ batch(struct sqs *q, const char *action, struct ent *e, size_t n)
 			return worst;
 		qb_note(1, "sqs %s: %d entries failed on the server's side; "
 		    "sending them again", action, left);
-		qtime_sleep(backoff(q, attempt));
+		qtime_sleep(sqs_backoff(q, attempt));
 	}
 }
 

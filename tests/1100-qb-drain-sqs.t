@@ -3,11 +3,13 @@
 # that checks every SigV4 signature: messages sent with the AWS SDK,
 # windows by size and by deadline, visibility that expires and brings a
 # message back with a higher count, settlement of done/retry/dead with a
-# dead-letter queue, a batch with a failed entry, a wrong secret.
+# dead-letter queue, a batch with a failed entry, a wrong secret; several
+# receivers in flight, which never hand a message on twice nor more than
+# -n in a window, and a server that sends more than asked (released).
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/peers/sqs.sh"
 sqs_start
-plan 34
+plan 47
 
 items() {
 	i=$1
@@ -88,6 +90,68 @@ is "$(sqs_count "$q2")" "0 0" "the queue is empty"
 items 200 200 | qb-drain --enqueue -Q "sqs://us-east-1/123456789012/commit-$$"
 check_exit 0 "sqs://REGION/ACCOUNT/NAME" qb-drain -Q "sqs://us-east-1/123456789012/commit-$$" -n 1 -t 2 --wait 1
 is "$(jqr .id "$T/out")" doc-200 "through AWS_ENDPOINT_URL_SQS"
+
+# Several receivers: 57 messages, windows of at most 25 with 16 calls in flight.
+q3=$(sqs_create "recv-$$")
+items 300 356 >"$T/in3"
+sqs_send "$q3" "$T/in3"
+: >"$T/all3"
+for w in 1 2 3; do
+	check_exit 0 "window $w with --receivers 16" \
+		qb-drain -Q "$q3" -n 25 -t 3 --wait 1 --receivers 16
+	wc -l <"$T/out" | tr -d ' ' >>"$T/sizes3"
+	cat "$T/out" >>"$T/all3"
+done
+is "$(tr '\n' ' ' <"$T/sizes3")" "25 25 7 " "never more than -n in a window"
+is "$(jqr .id "$T/all3" | sort | uniq -d)" "" "no message handed on twice"
+is "$(jqr .id "$T/all3" | sort -u | wc -l | tr -d ' ')" 57 "every message handed on"
+# The emulator counts in-flight messages as visible too (peers/README.md, 4).
+is "$(sqs_count "$q3")" "57 57" "all 57 in flight"
+
+# A server that sends two more than asked, and one message in every answer.
+cat >"$T/over.js" <<'JS'
+const http = require("http");
+let n = 0;
+const srv = http.createServer((req, res) => {
+  let b = "";
+  req.on("data", (c) => (b += c));
+  req.on("end", () => {
+    const op = String(req.headers["x-amz-target"]).split(".")[1], r = JSON.parse(b);
+    let out = {};
+    if (op === "ReceiveMessage") {
+      const ms = [];
+      for (let i = 0; i < r.MaxNumberOfMessages + 2; i++) {
+        const id = i === 0 ? "twice" : `m${++n}`;
+        ms.push({ MessageId: id, ReceiptHandle: `rh-${id}-${++n}`, Body: `{"k":"${id}"}`,
+          Attributes: { ApproximateReceiveCount: "1" } });
+      }
+      out = { Messages: ms };
+    } else {
+      console.log(JSON.stringify({ op, Entries: r.Entries }));
+      out = { Successful: r.Entries.map((e) => ({ Id: e.Id })) };
+    }
+    setTimeout(() => res.end(JSON.stringify(out)), 30);
+  });
+});
+srv.listen(0, "127.0.0.1", () => console.error("READY " + srv.address().port));
+JS
+node "$T/over.js" >"$T/over.log" 2>"$T/over.port" &
+_pids="$_pids $!"
+_wait_ready "$T/over.port" "the oversending server"
+op=$(sed 's/READY //' "$T/over.port")
+check_exit 0 "a server sending more than asked" env AWS_ENDPOINT_URL_SQS=http://127.0.0.1:$op \
+	qb-drain -Q "http://127.0.0.1:$op/123456789012/over" -n 25 -t 5 --wait 1 --receivers 3
+jqr .id "$T/out" >"$T/over.ids"
+is "$(wc -l <"$T/over.ids" | tr -d ' ')" 23 "25 taken, the one received three times handed on once"
+is "$(sort "$T/over.ids" | uniq -d)" "" "no id twice"
+is "$(jqr -s '[.[] | select(.op == "ChangeMessageVisibilityBatch") | .Entries[]] |
+	[length, ([.[].VisibilityTimeout] | unique)]' "$T/over.log")" "[6,[0]]" \
+	"the 6 beyond -n released at once"
+jqr '.receipt' "$T/out" >"$T/over.kept"
+jqr '.Entries[].ReceiptHandle' "$T/over.log" >"$T/over.rel"
+is "$(sort "$T/over.kept" "$T/over.rel" | uniq -d)" "" "none both handed on and released"
+is "$(cat "$T/over.kept" "$T/over.rel" | sed 's/^rh-//; s/-[0-9]*$//' | grep -v twice | sort -u | wc -l | tr -d ' ')" \
+	"$(( 31 - 3 ))" "every other message handed on or released"
 
 check_exit 77 "a wrong secret" env AWS_SECRET_ACCESS_KEY=wrong qb-drain -Q "$q" -n 1 -t 1 --wait 0
 like "$(cat "$T/err")" "HTTP 403" "a clear message"
