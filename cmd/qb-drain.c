@@ -265,12 +265,14 @@ static void
 enqueue(struct run *R, char **files, int nfiles)
 {
 	struct jsonl_reader r;
+	struct idmap ids;		/* an id twice would lose one item later */
 	const char *id, *why;
 	yajl_val v;
 	size_t len;
 	char *line;
-	int i, ch;
+	int i, ch, isnew;
 
+	idmap_init(&ids);
 	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
 		if (jsonl_open(&r, nfiles ? files[i] : "-") == -1)
 			qb_diesys(QB_EX_NOINPUT, "%s", files[i]);
@@ -281,9 +283,16 @@ enqueue(struct run *R, char **files, int nfiles)
 			why = NULL;
 			if (ch == JSONL_BAD || (v = jsonl_tree(&r, line, len)) == NULL)
 				why = "";
-			else if ((id = json_str(v, "id")) != NULL &&
+			else if (((id = json_str(v, "custom_id")) != NULL ||
+			    (id = json_str(v, "id")) != NULL) &&
 			    (why = id_check(id, strlen(id))) != NULL)
 				qb_lwarn(r.name, r.lineno, "%s", why);
+			else if (id != NULL &&
+			    (idmap_put(&ids, id, strlen(id), &isnew), !isnew)) {
+				why = "duplicate";
+				qb_lwarn(r.name, r.lineno, "duplicate id \"%s\" in this "
+				    "run; not enqueued", id);
+			}
 			yajl_tree_free(v);
 			if (why != NULL) {
 				if (R->o->strict)
@@ -296,6 +305,7 @@ enqueue(struct run *R, char **files, int nfiles)
 		}
 		jsonl_close(&r);
 	}
+	idmap_free(&ids);
 	if ((ch = R->q->flush(R->q)) != 0)
 		exit(ch);
 }

@@ -4,7 +4,7 @@
 # back with a higher receive count, settlement per item, --commit, and
 # two drainers racing on one spool.
 . "$(dirname "$0")/lib.sh"
-plan 45
+plan 47
 
 S=$T/spool
 items() { # items FIRST LAST: item records doc-FIRST..doc-LAST
@@ -122,4 +122,9 @@ printf '{"id":"a"}\nnot json\n[1]\n{"id":"b"}\n' >"$T/bad"
 check_exit 1 "bad lines on stdin" sh -c "qb-drain -Q - <'$T/bad'"
 is "$(jqr .id "$T/out" | tr '\n' ' ')" "a b " "good lines pass"
 like "$(cat "$T/err")" "<stdin>:3: not a JSON object" "bad lines located"
+# case 1 at the queue: an id twice is refused at --enqueue, or one item
+# would be dropped later, after its message was deleted
+qb-drain --enqueue -Q dir:"$T/dup" "$TOP/tests/data/cases/dup-id.jsonl" >"$T/out" 2>"$T/err"
+is "$?:$(ls "$T/dup/new" | wc -l | tr -d ' ')" "1:1" "--enqueue: a duplicate id is refused, exit 1"
+like "$(cat "$T/err")" 'dup-id.jsonl:2: duplicate id "a1"' "--enqueue: the duplicate named by line"
 done_testing
