@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/peers/sqs.sh"
 sqs_start
-plan 47
+plan 48
 
 items() {
 	i=$1
@@ -157,4 +157,16 @@ check_exit 77 "a wrong secret" env AWS_SECRET_ACCESS_KEY=wrong qb-drain -Q "$q" 
 like "$(cat "$T/err")" "HTTP 403" "a clear message"
 unlike "$(cat "$T/err")" "wrong" "the secret is not shown"
 check_exit 78 "no credentials" env -u AWS_ACCESS_KEY_ID qb-drain -Q "$q" -n 1 -t 1
+# Visibility covers the whole window: a message taken at its start is not
+# seen by another drainer while the window is still open, even though
+# --visibility alone (1 s) would have let it go.
+qv=$(sqs_create "drain-vis-$$")
+items 1 3 >"$T/vin"
+sqs_send "$qv" "$T/vin"
+qb-drain -Q "$qv" -n 100 -t 4 --wait 1 --visibility 1 >"$T/va" 2>"$T/vae" &
+va=$!
+sleep 2.5
+qb-drain -Q "$qv" -n 100 -t 1 --wait 1 --visibility 1 >"$T/vb" 2>/dev/null
+wait $va
+is "$(wc -l <"$T/va" | tr -d ' '):$(wc -l <"$T/vb" | tr -d ' ')" "3:0" "a window's messages stay leased until it closes"
 done_testing
