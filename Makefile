@@ -49,8 +49,9 @@ demo: deps all
 	@sh scripts/demo
 
 bench: deps all
-	@sh scripts/bench/pack
-	@sh scripts/bench/reconcile
+	python3 scripts/bench/pack
+	python3 scripts/bench/reconcile
+	python3 scripts/bench/drain
 
 lint:
 	mandoc -Tlint -W warning man/*.1 man/qb.7
