@@ -51,12 +51,13 @@ afile_open(struct afile *a, const char *path)
 int
 fsync_dir(const char *path)
 {
-	char *d = xstrdup(path), *s;
+	char *d = xmalloc(strlen(path) + 2), *s;
 	int fd, rc;
 
+	memcpy(d, path, strlen(path) + 1);
 	s = strrchr(d, '/');
 	if (s == NULL)
-		strcpy(d, ".");
+		memcpy(d, ".", 2);
 	else if (s == d)
 		d[1] = '\0';
 	else

@@ -301,7 +301,7 @@ cb_key(void *ctx, const unsigned char *k, size_t l)
 		memcpy(sp->key, k, l);
 		sp->key[l] = '\0';
 	} else
-		strcpy(sp->key, "\x01");	/* never matches */
+		memcpy(sp->key, "\x01", 2);	/* never matches */
 	sp->depth = c->level;
 	sp->parent = parent;
 	/* The value begins after optional space, the ':' and optional space. */

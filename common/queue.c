@@ -438,8 +438,12 @@ queue_open(const char *spec, int create)
 	q->priv = xcalloc(1, sizeof(struct spool));
 	if (spool_open(q->priv, spec, create) == -1)
 		qb_diesys(QB_EX_NOINPUT, "spool %s", spec);
-	q->name = xmalloc(strlen(((struct spool *)q->priv)->dir) + 5);
-	sprintf(q->name, "dir:%s", ((struct spool *)q->priv)->dir);
+	{
+		struct buf nm = BUF_INIT;
+
+		buf_printf(&nm, "dir:%s", ((struct spool *)q->priv)->dir);
+		q->name = nm.p;
+	}
 	q->receive = sp_receive;
 	q->extend = sp_extend;
 	q->settle = sp_settle;

@@ -86,8 +86,8 @@ sqs_open(struct sqs *q, const char *spec)
 			buf_puts(&b, ep);
 		while (b.len > 0 && b.p[b.len - 1] == '/')
 			b.p[--b.len] = '\0';
-		q->url = xmalloc(b.len + strlen(s1) + 1);
-		sprintf(q->url, "%s%s", b.p, s1);
+		buf_puts(&b, s1);
+		q->url = xstrdup(b.p);
 		buf_reset(&b);
 	} else {
 		if (http_check_url(spec, why, sizeof(why)) != 0)
