@@ -1,6 +1,7 @@
 /*
  * provider.c: the table of providers, and what every provider shares:
- * finding the key and the base URL, and formatting times.
+ * finding the key and the base URL, reading answers, checking ids and
+ * formatting times.
  * SPDX-License-Identifier: ISC
  */
 #include <stdio.h>
@@ -9,27 +10,13 @@
 #include <time.h>
 
 #include "exits.h"
+#include "json.h"
 #include "msg.h"
 #include "provider.h"
 #include "xmem.h"
 
 extern const struct provider provider_openai;	/* openai.c */
-
-/*
- * Anthropic: facts only until its operations are written.
- * 100,000 requests and 256 MB per batch (PROVIDERS.md §2.2, §2.6).
- */
-static const struct provider provider_anthropic = {
-	.name = "anthropic",
-	.line_format = PROVIDER_LINE_ANTHROPIC,
-	.max_requests = 100000,
-	.max_bytes = 256000000LL,
-	.limits_src = "PROVIDERS.md §2.2, §2.6",
-	.endpoint = "/v1/messages",
-	.key_env = "ANTHROPIC_API_KEY",
-	.base_env = "ANTHROPIC_BASE_URL",
-	.base_default = "https://api.anthropic.com",
-};
+extern const struct provider provider_anthropic;	/* anthropic.c */
 
 static const struct provider *const providers[] = {
 	&provider_openai,
@@ -109,6 +96,42 @@ provider_open(const struct provider *p, struct http *h, const char *base,
 	}
 	memset(key, 0, strlen(key));
 	free(key);
+}
+
+yajl_val
+provider_answer(struct http *h, const char *what, const struct buf *body,
+    const char *need)
+{
+	yajl_val v = NULL;
+
+	if (body->len > 0)
+		v = yajl_tree_parse(body->p, NULL, 0);
+	if (!YAJL_IS_OBJECT(v) || json_str(v, need) == NULL) {
+		snprintf(h->err, sizeof(h->err),
+		    "%s: answer is not a JSON object with a \"%s\" string",
+		    what, need);
+		yajl_tree_free(v);
+		return NULL;
+	}
+	return v;
+}
+
+int
+provider_safe_id(struct http *h, const char *id)
+{
+	const char *s;
+
+	for (s = id; *s != '\0'; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' ||
+		    *s == '.'))
+			break;
+	if (*id == '\0' || *s != '\0' || s - id > 256) {
+		snprintf(h->err, sizeof(h->err), "bad id \"%.64s\"", id);
+		h->status = 0;
+		return -1;
+	}
+	return 0;
 }
 
 void

@@ -162,6 +162,19 @@ struct http *provider_conn(struct provider_conns *c, const struct provider *p);
 /* Close every connection. */
 void provider_conns_free(struct provider_conns *c);
 
+/*
+ * Parse body, the answer to what ("POST /v1/batches"), as a JSON object
+ * with a string member need; the caller frees it. Returns NULL with the
+ * reason in h->err when it is not one (the caller returns QB_EX_PROTOCOL).
+ */
+yajl_val provider_answer(struct http *h, const char *what,
+    const struct buf *body, const char *need);
+/*
+ * Ids go into paths: 0 if id is made only of letters, digits, '_', '-'
+ * and '.' (1 to 256 of them), else -1 with the reason in h->err.
+ */
+int provider_safe_id(struct http *h, const char *id);
+
 /* Format unix time t (seconds) as RFC 3339 UTC into out (at least 21 bytes). */
 void provider_time(long long t, char *out, size_t outlen);
 

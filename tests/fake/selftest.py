@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Self-test for qb-fake (standard library only).  Prints TAP; exit 0 when all pass.
 
+Covers both faces: the OpenAI Files/Batches API and the Anthropic Message Batches API.
+
     python3 tests/fake/selftest.py [SHARED_DIR]      (default ../shared beside the project)
 
 The real files in SHARED_DIR/fixtures are used when present; the field cases
@@ -9,6 +11,7 @@ come from the project's own copies in tests/data/cases.
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -84,6 +87,14 @@ class Fake:
     def lines(self, fid):
         return [json.loads(x) for x in self.req("GET", f"/v1/files/{fid}/content", raw=True)[1].splitlines()]
 
+    def an(self, method, path, body=None, key="sk-test", version="2023-06-01", headers=None, raw=False):
+        """An Anthropic-style request: x-api-key and anthropic-version instead of a bearer token."""
+        h = {k: v for k, v in (("x-api-key", key), ("anthropic-version", version)) if v}
+        return self.req(method, "/v1/messages/batches" + path, body, {**h, **(headers or {})}, key=None, raw=raw)
+
+    def advance(self, s):
+        return self.req("POST", "/_qb/clock", {"advance": s}, key=None)[1]
+
     def stop(self):
         self.conn.close()
         self.p.send_signal(signal.SIGTERM)
@@ -102,6 +113,18 @@ def shape(v):
     if isinstance(v, list):
         return [shape(v[0])] if v else []
     return type(v).__name__
+
+
+def an_req(cid, text="hi", max_tokens=16, **params):
+    return {"custom_id": cid, "params": {"model": "claude-test", "max_tokens": max_tokens,
+                                         "messages": [{"role": "user", "content": text}], **params}}
+
+
+def jsonl(data):
+    return [json.loads(x) for x in data.splitlines()]
+
+
+RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
 def skip(reason):
@@ -303,8 +326,195 @@ def main():
     ok(g.stop() == 0 and not os.path.exists(pidfile), "SIGTERM: clean exit, pidfile removed")
     os.unlink(s.name)
 
+    anthropic()
+
     print(f"1..{N}")
     return 1 if FAILED else 0
+
+
+def anthropic():
+    """The Anthropic Message Batches face: life cycle, result shapes, errors, list, cancel, delete."""
+    created_fix = os.path.join(FIX, "anthropic-batch-created.docs-example.json")
+    have_fix = os.path.exists(created_fix)
+    a = Fake("--batch-seconds", "2", "--anthropic-max-requests", "150")
+    reqs = [an_req("a-1", "I love my dog"), an_req("b-2", "x", qb_fake={"error": "invalid_request_error",
+                                                                       "message": "Your credit balance is too low"}),
+            an_req("c_3", qb_fake={"error": "api_error"}), an_req("d4", qb_fake={"error": "overloaded_error"}),
+            {"custom_id": "e5", "params": {"model": "claude-test", "max_tokens": 16, "messages": []}},
+            an_req("f6", "computers", max_tokens=1)]
+    st, b, r = a.an("POST", "", {"requests": reqs}, raw=True)
+    b = json.loads(b)
+    keys = set(json.load(open(created_fix))) | {"archived_at"} if have_fix else None
+    ok(st == 200 and (keys is None or set(b) == keys) and b["type"] == "message_batch"
+       and b["id"].startswith("msgbatch_01") and len(b["id"]) == 33 and b["processing_status"] == "in_progress",
+       "anthropic create: 200, a MessageBatch with the fixture's fields plus archived_at")
+    ok(b["request_counts"] == {"processing": 6, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+       and b["results_url"] is None and b["ended_at"] is None and b["archived_at"] is None
+       and b["cancel_initiated_at"] is None, "in_progress: only processing counted, results_url null")
+    ok(RFC3339.fullmatch(b["created_at"]) and RFC3339.fullmatch(b["expires_at"])
+       and b["expires_at"][10:] == b["created_at"][10:] and b["expires_at"][:10] > b["created_at"][:10],
+       "RFC 3339 timestamps with microseconds; expires_at = created_at + 24 h")
+    ok(re.fullmatch(r"req_011C[0-9A-Za-z]{20}", r.getheader("request-id") or "")
+       and r.getheader("anthropic-organization-id") and r.getheader("openai-version") is None,
+       "anthropic response headers: request-id, anthropic-organization-id")
+    bid = b["id"]
+    st, e = a.an("GET", f"/{bid}/results")
+    ok(st == 400 and e["error"]["type"] == "invalid_request_error", "results before the end: 400 invalid_request_error")
+    st, e = a.an("DELETE", f"/{bid}")
+    ok(st == 400 and e["type"] == "error" and e["error"]["type"] == "invalid_request_error",
+       "delete before the end: refused, invalid_request_error")
+    a.advance(1.5)
+    b = a.an("GET", f"/{bid}")[1]
+    ok(b["processing_status"] == "in_progress" and b["request_counts"]["processing"] == 6
+       and sum(b["request_counts"].values()) == 6, "after 75% of the time: still only processing (no live progress)")
+    a.advance(0.6)
+    b = a.an("GET", f"/{bid}")[1]
+    ok(b["processing_status"] == "ended" and RFC3339.fullmatch(b["ended_at"]) and b["request_counts"]
+       == {"processing": 0, "succeeded": 2, "errored": 4, "canceled": 0, "expired": 0},
+       "POST /_qb/clock ends it: 2 succeeded, 4 errored")
+    ok(b["results_url"] == f"http://127.0.0.1:{a.port}/v1/messages/batches/{bid}/results",
+       "results_url: absolute URL on this server")
+    st, data, r = a.req("GET", b["results_url"].split(str(a.port), 1)[1], key=None, raw=True,
+                        headers={"x-api-key": "sk-test", "anthropic-version": "2023-06-01"})
+    res = {x["custom_id"]: x for x in jsonl(data)}
+    ok(st == 200 and r.getheader("Content-Type") == "application/x-jsonl" and sorted(res) ==
+       sorted(x["custom_id"] for x in reqs)
+       and data == b"".join(json.dumps(x, separators=(",", ":")).encode() + b"\n" for x in jsonl(data)),
+       "results: application/x-jsonl, compact lines, one per request")
+    ok([x["custom_id"] for x in jsonl(data)] != [x["custom_id"] for x in reqs]
+       and a.an("GET", f"/{bid}/results", raw=True)[1] == data, "results in shuffled but stable order")
+    succ, bad = res["a-1"], res["b-2"]
+    ok(succ["result"]["message"]["content"][0]["text"] == "love" and res["f6"]["result"]["message"]["stop_reason"]
+       == "max_tokens" and res["f6"]["result"]["message"]["usage"]["output_tokens"] == 1,
+       "fake model: topic word; max_tokens 1 stops with stop_reason max_tokens")
+    live = os.path.join(FIX, "anthropic-results.live-capture.jsonl")
+    if os.path.exists(live):
+        real = jsonl(read(live))
+        rs = next(x for x in real if x["result"]["type"] == "succeeded")
+        re_ = next(x for x in real if x["result"]["type"] == "errored")
+        ok(shape(succ) == shape(rs) and all(shape(res[c]) == shape(rs) for c in ("a-1", "f6")),
+           "succeeded lines have exactly the live capture's shape (keys, order, types)")
+        ok(shape(bad) == shape(re_) and shape(res["e5"]) == shape(re_)
+           and res["e5"]["result"]["error"]["error"]["message"] == re_["result"]["error"]["error"]["message"],
+           "errored invalid_request_error lines have exactly the live capture's shape")
+        docs = jsonl(read(os.path.join(FIX, "anthropic-results.docs-example.jsonl")))[0]["result"]["message"]
+        m = succ["result"]["message"]
+        ok(set(docs) <= set(m) and set(docs["usage"]) <= set(m["usage"]) and m["usage"]["service_tier"] == "batch"
+           and m["type"] == "message" and m["role"] == "assistant" and m["id"].startswith("msg_01")
+           and m["model"] == "claude-test", "succeeded message covers the docs example's keys; service_tier batch")
+    else:
+        for _ in range(3):
+            skip("../shared/fixtures is absent: result shapes not compared with the real files")
+    e = bad["result"]["error"]
+    ok(e["type"] == "error" and e["error"]["type"] == "invalid_request_error" and e["request_id"] is None
+       and e["error"]["message"] == "Your credit balance is too low", "qb_fake error: double-nested, message kept")
+    ok(all(res[c]["result"]["error"]["error"]["type"] == t and res[c]["result"]["error"]["request_id"].startswith("workerreq_")
+           for c, t in (("c_3", "api_error"), ("d4", "overloaded_error"))), "api_error and overloaded_error results")
+    cases = {x["result"]["type"]: x for x in jsonl(read(os.path.join(CASES, "anthropic-result-types.jsonl")))}
+    ok(set(cases["succeeded"]["result"]["message"]) <= set(succ["result"]["message"])
+       and set(cases["errored"]["result"]["error"]["error"]) <= set(e["error"]) and set(bad) == set(cases["errored"])
+       and set(bad["result"]) == set(cases["errored"]["result"]), "key sets cover cases/anthropic-result-types.jsonl")
+
+    # auth and create validation
+    for kw, st_, typ, msg in (({"key": None}, 401, "authentication_error", "x-api-key header is required"),
+                              ({"key": "sk-wrong"}, 401, "authentication_error", "invalid x-api-key"),
+                              ({"version": None}, 400, "invalid_request_error", "anthropic-version: header is required")):
+        st, e, r = a.an("GET", "", raw=True, **kw)
+        e = json.loads(e)
+        ok(st == st_ and set(e) == {"type", "error", "request_id"} and e["error"] == {"type": typ, "message": msg}
+           and e["request_id"] == r.getheader("request-id"), f"auth: {msg} -> {st_} {typ}")
+    ok(a.req("GET", "/v1/messages/batches")[0] == 401, "a bearer token alone is refused on Anthropic routes")
+    bad_ids = [json.loads(x)["custom_id"] for x in read(os.path.join(CASES, "bad-custom-id.anthropic.jsonl")).splitlines()]
+    for body, why in [({"requests": [an_req(c)]}, f"custom_id {c[:12]!r}...") for c in bad_ids] + [
+            ({"requests": [an_req("x"), an_req("x")]}, "duplicate custom_id"), ({"requests": []}, "no requests"),
+            ({"requests": [{"custom_id": "x", "params": {"model": "m", "messages": []}}]}, "params without max_tokens"),
+            ({"requests": [an_req("x")], "extra": 1}, "an unknown top-level key"),
+            ({"requests": [an_req(f"r{i}") for i in range(151)]}, "more than --anthropic-max-requests")]:
+        st, e = a.an("POST", "", body)
+        ok(st == 400 and e["error"]["type"] == "invalid_request_error", f"create refuses {why}: 400")
+    ok(a.an("POST", "", b"{nope")[1]["error"]["type"] == "invalid_request_error", "malformed JSON: 400 invalid_request_error")
+    conn = http.client.HTTPConnection("127.0.0.1", a.port)
+    conn.putrequest("POST", "/v1/messages/batches")
+    for k, v in (("x-api-key", "sk-test"), ("anthropic-version", "2023-06-01"),
+                 ("Content-Length", str(256 * 1000 * 1000 + 1)), ("Expect", "100-continue")):
+        conn.putheader(k, v)
+    conn.endheaders()
+    r = conn.getresponse()
+    body = r.read()
+    ok(r.status == 413 and r.getheader("Content-Type") == "text/html" and body.startswith(b"<html>"),
+       "a body over 256 MB: 413, not JSON (as from Cloudflare), refused before it is sent")
+    conn.close()
+
+    # delete, list pagination
+    st, d = a.an("DELETE", f"/{bid}")
+    ok((st, d) == (200, {"id": bid, "type": "message_batch_deleted"}) and a.an("GET", f"/{bid}")[0] == 404
+       and a.an("GET", f"/{bid}/results")[1]["error"]["type"] == "not_found_error", "delete after the end, then 404 not_found_error")
+    ids = [a.an("POST", "", {"requests": [an_req("p")]})[1]["id"] for _ in range(5)][::-1]   # newest first
+    p1 = a.an("GET", "?limit=2")[1]
+    p2 = a.an("GET", f"?limit=2&after_id={p1['last_id']}")[1]
+    p3 = a.an("GET", f"?limit=2&after_id={p2['last_id']}")[1]
+    ok(set(p1) == {"data", "has_more", "first_id", "last_id"} and [x["id"] for x in p1["data"] + p2["data"] + p3["data"]] == ids
+       and p1["has_more"] and p2["has_more"] and not p3["has_more"] and p1["first_id"] == ids[0], "list: newest first, after_id pages")
+    back = a.an("GET", f"?limit=2&before_id={p2['first_id']}")[1]
+    ok([x["id"] for x in back["data"]] == ids[:2] and not back["has_more"], "list: before_id goes back a page")
+    ok(len(a.an("GET", "")[1]["data"]) == 5 and a.an("GET", "?limit=1001")[0] == 400 and a.an("GET", "?limit=0")[0] == 400,
+       "list: default limit 20, limit 1..1000")
+
+    # cancel
+    cid = a.an("POST", "", {"requests": [an_req(f"c{i}") for i in range(100)]})[1]["id"]
+    a.advance(0.9)                          # half of the 1.8 s run window
+    st, c = a.an("POST", f"/{cid}/cancel")
+    ok(st == 200 and c["processing_status"] == "canceling" and RFC3339.fullmatch(c["cancel_initiated_at"])
+       and c["request_counts"]["processing"] == 100, "cancel -> canceling, cancel_initiated_at set")
+    ok(a.an("POST", f"/{cid}/cancel")[1]["processing_status"] == "canceling", "a second cancel: still canceling")
+    a.advance(0.3)
+    c = a.an("GET", f"/{cid}")[1]
+    n = c["request_counts"]
+    ok(c["processing_status"] == "ended" and 0 < n["canceled"] < 100 and n["succeeded"] + n["canceled"] == 100,
+       f"canceled batch ends: {n['succeeded']} succeeded, {n['canceled']} canceled")
+    lines = jsonl(a.an("GET", f"/{cid}/results", raw=True)[1])
+    cans = [x for x in lines if x["result"]["type"] == "canceled"]
+    ok(len(cans) == n["canceled"] and all(shape(x) == shape(cases["canceled"]) for x in cans), "canceled result lines")
+    ok(a.an("POST", f"/{cid}/cancel")[0] == 400, "cancel after the end: 400")
+    late = a.an("POST", "", {"requests": [an_req("l1"), an_req("l2")]})[1]["id"]
+    a.advance(1.9)
+    a.an("POST", f"/{late}/cancel")
+    a.advance(1)
+    ok(a.an("GET", f"/{late}")[1]["request_counts"]["succeeded"] == 2, "a cancel after all requests ran: 0 canceled")
+
+    # scripted 529 and 429; stats
+    a.req("POST", "/_qb/script", b'{"on":"POST /v1/messages/batches","status":529,"headers":{"retry-after":"2"},'
+          b'"body":{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":null}}\n'
+          b'{"on":"GET /v1/messages/batches/*","status":429,"body":{"type":"error","error":'
+          b'{"type":"rate_limit_error","message":"slow down"},"request_id":null}}\n', key=None)
+    st, e, r = a.an("POST", "", {"requests": [an_req("s")]}, raw=True)
+    ok(st == 529 and json.loads(e)["error"]["type"] == "overloaded_error" and r.getheader("retry-after") == "2"
+       and r.getheader("request-id"), "script: 529 overloaded_error with retry-after")
+    ok(a.an("POST", "", {"requests": [an_req("s")]})[0] == 200, "script: then normal behaviour")
+    ok(a.an("GET", f"/{cid}")[1]["error"]["type"] == "rate_limit_error" and a.an("GET", f"/{cid}")[0] == 200,
+       "script: 429 rate_limit_error once")
+    stats = a.req("GET", "/_qb/stats", key=None)[1]
+    sr = stats["requests"]
+    ok(sr["POST /v1/messages/batches"]["529"] == 1 and sr["POST /v1/messages/batches"]["413"] == 1
+       and sr["GET /v1/messages/batches/{id}/results"]["200"] >= 2 and sr["DELETE /v1/messages/batches/{id}"]["200"] == 1
+       and sr["POST /v1/messages/batches/{id}/cancel"]["400"] == 1 and stats["message_batches_created"] == 9,
+       "stats count Anthropic routes")
+    ok(a.stop() == 0, "SIGTERM: clean exit")
+
+    # --expire-after-requests
+    x = Fake("--batch-seconds", "1", "--expire-after-requests", "2")
+    xid = x.an("POST", "", {"requests": [an_req(f"x{i}") for i in range(5)]})[1]["id"]
+    x.advance(1)
+    n = x.an("GET", f"/{xid}")[1]["request_counts"]
+    exp = [y for y in jsonl(x.an("GET", f"/{xid}/results", raw=True)[1]) if y["result"]["type"] == "expired"]
+    ok(n == {"processing": 0, "succeeded": 2, "errored": 0, "canceled": 0, "expired": 3}
+       and sorted(y["custom_id"] for y in exp) == ["x2", "x3", "x4"] and all(shape(y) == shape(cases["expired"]) for y in exp),
+       "--expire-after-requests 2: 2 succeeded, 3 expired")
+    x.advance(29 * 86400)
+    st, g = x.an("GET", f"/{xid}")
+    ok(RFC3339.fullmatch(g["archived_at"] or "") and x.an("GET", f"/{xid}/results")[0] == 404,
+       "29 days after creation: archived_at set, results gone")
+    x.stop()
 
 
 if __name__ == "__main__":
