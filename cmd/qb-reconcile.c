@@ -80,6 +80,7 @@ struct rec {
 	yajl_gen		 g;
 	unsigned long		 nout[3], npending, nunclaimed, nunknown, ndup, nbad;
 	unsigned long		 nraw;		/* result lines read outside any job */
+	unsigned long		 naccount;	/* results failed for the account */
 	unsigned long long	 tin, tout;
 	double			 cost;
 	int			 ioerr, unread;
@@ -211,6 +212,13 @@ take_result(struct rec *rc, const struct jsonl_reader *r,
 		return;
 	}
 	emit(rc, idx, res, job ? rc->jobs[job - 1].batch_id : NULL);
+	if (res->account && rc->naccount++ == 0) {
+		/* Say it once, loudly: no item can pass until it is fixed. */
+		qb_lwarn(r->name, r->lineno, "account-level error for id \"%s\": "
+		    "%s: %s; fix the account, then send its retries again "
+		    "(marked \"account_error\")", res->id, res->etype ? res->etype :
+		    (res->ecode ? res->ecode : "error"), res->emsg ? res->emsg : "");
+	}
 }
 
 /* Read the result lines of path, a results file of job 1 + job - 1. */
@@ -628,6 +636,8 @@ main(int argc, char *argv[])
 	qb_close_stdout();
 	if (rc.ioerr)
 		k = QB_EX_IOERR;
+	else if (rc.naccount > 0)
+		k = QB_EX_UNAVAILABLE;	/* stop the pipeline: the account refuses */
 	else if (noinput)
 		k = QB_EX_NOINPUT;
 	else if (rc.nbad > 0 || rc.ri.nbad > 0 || rc.unread || rc.nout[OUTCOME_RETRY] > 0 ||

@@ -8,6 +8,7 @@
  * Nothing is allocated per line: the two scans reuse their buffers.
  * SPDX-License-Identifier: ISC
  */
+#define _GNU_SOURCE	/* strcasestr */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -208,7 +209,27 @@ parse_openai(struct result_parser *p, struct result *r, char *err,
 static void
 account_level(struct result *r)
 {
-	(void)r;
+	/* Error types and codes that speak of the account, not the request. */
+	static const char *const kinds[] = { "billing_error", "permission_error",
+	    "authentication_error", "insufficient_quota", "billing_hard_limit_reached",
+	    "account_deactivated", NULL };
+	/* Messages that say the same under a generic type (case 16). */
+	static const char *const words[] = { "credit balance", "billing",
+	    "quota", "payment", NULL };
+	const char *const *w;
+
+	if ((r->etype && json_keyin(r->etype, kinds)) ||
+	    (r->ecode && json_keyin(r->ecode, kinds)))
+		r->account = 1;
+	for (w = words; !r->account && r->emsg != NULL && *w != NULL; w++)
+		if (strcasestr(r->emsg, *w) != NULL)
+			r->account = 1;
+	/*
+	 * Re-sending cannot work until the account is fixed, and then it
+	 * will: a retry, not a dead item.
+	 */
+	if (r->account)
+		r->outcome = OUTCOME_RETRY;
 }
 
 /*
@@ -461,4 +482,7 @@ result_emit(yajl_gen g, const struct result *r, const char *batch_id)
 	jout_kstr(g, "request_id", r->request_id);
 	jout_kstr(g, "batch_id", r->batch_id ? r->batch_id : batch_id);
 	kraw(g, "response", r->text, r->resp_off, r->resp_len);
+	/* Not the item's fault: later stages need not count it as an attempt. */
+	if (r->account)
+		jout_kbool(g, "account_error", 1);
 }

@@ -41,6 +41,8 @@ struct result {
 	const char		*batch_id;
 	const char		*model;		/* model named in the response */
 	long long		 in_tok, out_tok;	/* tokens; -1: no usage */
+	int			 account;	/* an account-level error (billing,
+						   quota, permission): not the item's fault */
 };
 
 /* Zero it (memset) before first use. */

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
-plan 110
+plan 112
 
 # rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
 rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
@@ -73,8 +73,10 @@ is "$(of k1 'has("body")')" false "case 15: a dead outcome carries no body"
 
 # case 16: the four Anthropic result types
 rec -r "$D/anthropic.requests.jsonl" "$C/anthropic-result-types.jsonl"
-is "$rc" 1 "case 16: exit 1"
-is "$(col '"\(.id)=\(.outcome)=\(.status)"')" "z1=done=succeeded z2=dead=errored z3=retry=expired z4=retry=canceled " "case 16: z1 done, z3 z4 retry"
+is "$rc" 69 "case 16: exit 69, the account refuses"
+is "$(col '"\(.id)=\(.outcome)=\(.status)"')" "z1=done=succeeded z2=retry=errored z3=retry=expired z4=retry=canceled " "case 16: z1 done, z3 z4 retry, z2 not dead"
+is "$(of z2 .account_error)" true "case 16: z2 marked as an account-level error"
+like "$(cat "$T/err")" 'anthropic-result-types.jsonl:2: account-level error for id "z2": invalid_request_error: Your credit balance is too low; fix the account' "case 16: said once, with the reason"
 is "$(of z2 '[.error.type,.error.message]|@tsv')" "invalid_request_error	Your credit balance is too low" "case 16: z2 keeps type and message"
 is "$(of z1 '"\(.usage.input_tokens)/\(.usage.output_tokens)/\(.response.id)"')" "3/1/msg_1" "case 16: z1 usage and message"
 is "$(of z3 '"\(.endpoint) \(.params == .body) \(.body.messages[0].content)"')" "/v1/messages true hi z3" "case 16: Anthropic retry carries endpoint, body and params"
