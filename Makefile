@@ -17,6 +17,7 @@ COMMON_OBJ = $(COMMON_SRC:.c=.o)
 HDRS = $(wildcard common/*.h)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 PROVEFLAGS ?=
+PROVIDER ?= openai
 UNIT = $(UNIT_SRC:.c=)
 MAN1 = $(TOOLS:%=man/%.1)
 
@@ -46,7 +47,7 @@ check: deps all $(UNIT)
 	fi
 
 demo: deps all
-	@sh scripts/demo
+	@PROVIDER=$(PROVIDER) sh scripts/demo
 
 bench: deps all
 	python3 scripts/bench/pack
