@@ -3,7 +3,7 @@
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
-plan 71
+plan 74
 
 # pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
 pack() {
@@ -200,6 +200,13 @@ is "$rc:$(cat "$T"/dg/*.jsonl | wc -l | tr -d ' '):$(jq -s 'map(.requests) | add
 (cd "$T" && mkdir -p rel && qb-pack -v -d rel "$C/blank-lines.jsonl" >"$T/out" 2>"$T/err")
 like "$(jqr .file "$T/out")" "$T/rel/openai." "pack record names the file absolutely"
 like "$(cat "$T/err")" "blank-lines.jsonl: 3 blank lines skipped" "-v counts skipped blank lines"
+
+# case 2: ids the provider would refuse (65 characters; "/", space, "#")
+# are rejected per line, with the reason, before anything is uploaded
+pack "$T/d2" -p anthropic "$C/bad-custom-id.anthropic.jsonl"
+is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "1:0" "case 2: exit 1, no file"
+like "$(cat "$T/err")" "bad-custom-id.anthropic.jsonl:1: custom_id longer than 64 characters" "case 2: the long id named by line"
+like "$(cat "$T/err")" "bad-custom-id.anthropic.jsonl:2: custom_id has a character other than A-Z a-z 0-9 _ -" "case 2: the bad characters named by line"
 
 # real files from ../shared/fixtures: bodies unchanged
 if [ -e "$SHARED/fixtures/openai-batch-input-2024-05.jsonl" ]; then
