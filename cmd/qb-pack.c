@@ -275,6 +275,19 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 		return bad(pk, r, "no model string in \"%s\" for id \"%s\"",
 		    s->span[ibody].key, id);
 
+	/*
+	 * Anthropic refuses a whole batch over one request without them
+	 * (CreateMessageParams.required; PROVIDERS.md §2.2).
+	 */
+	if (pv->line_format == PROVIDER_LINE_ANTHROPIC) {
+		if (json_find(s, ibody, "max_tokens") < 0)
+			return bad(pk, r, "no \"max_tokens\" in \"%s\" for id \"%s\" "
+			    "(anthropic requires it)", s->span[ibody].key, id);
+		if (json_find(s, ibody, "messages") < 0)
+			return bad(pk, r, "no \"messages\" in \"%s\" for id \"%s\" "
+			    "(anthropic requires it)", s->span[ibody].key, id);
+	}
+
 	/* An embeddings request counts its inputs against the file's cap. */
 	ninputs = 0;
 	if (pv->max_inputs > 0 && strcmp(endpoint, pv->inputs_endpoint) == 0) {

@@ -3,7 +3,7 @@
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
-plan 74
+plan 75
 
 # pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
 pack() {
@@ -207,6 +207,11 @@ pack "$T/d2" -p anthropic "$C/bad-custom-id.anthropic.jsonl"
 is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "1:0" "case 2: exit 1, no file"
 like "$(cat "$T/err")" "bad-custom-id.anthropic.jsonl:1: custom_id longer than 64 characters" "case 2: the long id named by line"
 like "$(cat "$T/err")" "bad-custom-id.anthropic.jsonl:2: custom_id has a character other than A-Z a-z 0-9 _ -" "case 2: the bad characters named by line"
+
+# anthropic: model, messages and max_tokens are required of every request
+printf '%s\n' '{"id":"n1","body":{"model":"m1","messages":[]}}' '{"id":"n2","body":{"model":"m1","max_tokens":4}}' >"$T/nomax.jsonl"
+pack "$T/dn" -p anthropic "$T/nomax.jsonl"
+is "$rc:$(sed 's/.*jsonl:\([0-9]\): no \("[a-z_]*"\).*/\1 \2/' "$T/err" | tr '\n' ' ')" '1:1 "max_tokens" 2 "messages" ' "anthropic: requests without max_tokens or messages refused"
 
 # real files from ../shared/fixtures: bodies unchanged
 if [ -e "$SHARED/fixtures/openai-batch-input-2024-05.jsonl" ]; then

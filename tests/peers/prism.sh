@@ -1,25 +1,42 @@
 # tests/peers/prism.sh: Stainless's Prism (a mock server built from an
-# OpenAPI spec) on the official OpenAI spec, for conformance tests. Source
-# it from a test after lib.sh, or run it alone to get a mock by hand:
-#   sh tests/peers/prism.sh [completed]   prints "PORT PID DIR" and leaves
-#                                         Prism running; kill PID when done
+# OpenAPI spec) on the official OpenAI or Anthropic spec, for conformance
+# tests. Source it from a test after lib.sh, or run it alone to get a mock
+# by hand:
+#   sh tests/peers/prism.sh [openai|anthropic] [completed]
+#                       prints "PORT PID DIR" and leaves Prism running;
+#                       kill PID when done
+# PRISM_API (set it before calling the functions) picks the spec: openai
+# (the default) or anthropic.
 # prism_install installs @stainless-api/prism-cli and js-yaml with npm into
 # a cache folder ($QB_PEERS_CACHE/prism, default $HOME/.cache/qb-peers/prism;
 # never into the tree). prism_start repairs ../shared/specs/openai/openapi.yaml
+# (or, with PRISM_API=anthropic, ../shared/specs/anthropic/anthropic-openapi.json)
 # with ../shared/peers/fix-spec-for-prism.mjs into $T, trimmed to the paths
 # qb uses, starts `prism mock` on a free loopback port, waits until it
-# answers and sets PRISM_PORT, PRISM_URL (no /v1: the spec's paths have
-# none), PRISM_LOG and PRISM_SPEC (the whole repaired spec, as JSON, for
-# schema checks). The test is skipped when ../shared, node or npm are
-# absent or npm cannot install. Nothing from ../shared is copied here.
+# answers and sets PRISM_PORT, PRISM_URL (no /v1: the OpenAI spec's paths
+# have none, the Anthropic spec's start with it), PRISM_LOG and PRISM_SPEC
+# (the whole repaired spec, as JSON, for schema checks). The test is
+# skipped when ../shared, node or npm are absent or npm cannot install.
+# Nothing from ../shared is copied here.
 # SPDX-License-Identifier: ISC
 
 PEERS_CACHE=${QB_PEERS_CACHE:-${HOME:-/tmp}/.cache/qb-peers}
 PRISM_DIR=$PEERS_CACHE/prism
 PRISM_PKG=@stainless-api/prism-cli@5.16.1
 PRISM_YAML_PKG=js-yaml@4.1.0
+PRISM_API=${PRISM_API:-openai}
 # The operations qb uses, or may use (PROVIDERS.md §1.2, §1.4, §1.7).
 PRISM_PATHS='/batches,/batches/{batch_id},/batches/{batch_id}/cancel,/files,/files/{file_id},/files/{file_id}/content'
+# The same for Anthropic (PROVIDERS.md §2.2, §2.5); the spec's paths carry /v1.
+PRISM_ANTHROPIC_PATHS='/v1/messages/batches,/v1/messages/batches/{message_batch_id},/v1/messages/batches/{message_batch_id}/cancel,/v1/messages/batches/{message_batch_id}/results'
+
+# _prism_specfile: the spec of PRISM_API, under ../shared
+_prism_specfile() {
+	case $PRISM_API in
+	anthropic) echo specs/anthropic/anthropic-openapi.json ;;
+	*) echo specs/openai/openapi.yaml ;;
+	esac
+}
 
 _prism_skip() {
 	if command -v skip_all >/dev/null 2>&1; then
@@ -34,7 +51,7 @@ _prism_free_port() {
 }
 
 prism_install() {
-	for _f in specs/openai/openapi.yaml peers/fix-spec-for-prism.mjs; do
+	for _f in "$(_prism_specfile)" peers/fix-spec-for-prism.mjs; do
 		[ -e "$SHARED/$_f" ] ||
 		    _prism_skip "../shared/$_f is absent (a plain clone has no ../shared)"
 	done
@@ -60,9 +77,22 @@ prism_install() {
 }
 
 # prism_spec: write $T/openai-spec.json (the whole spec, repaired, as JSON)
-# and $T/openai-prism.json (only PRISM_PATHS and what they reach).
+# and $T/openai-prism.json (only PRISM_PATHS and what they reach); with
+# PRISM_API=anthropic, $T/anthropic-spec.json and $T/anthropic-prism.json
+# (only PRISM_ANTHROPIC_PATHS). PRISM_MOCK is the file Prism serves.
 prism_spec() {
+	if [ "$PRISM_API" = anthropic ]; then
+		PRISM_SPEC=$T/anthropic-spec.json
+		PRISM_MOCK=$T/anthropic-prism.json
+		node "$SHARED/peers/fix-spec-for-prism.mjs" \
+		    "$SHARED/$(_prism_specfile)" "$PRISM_SPEC" >"$T/fix-spec.log" 2>&1 &&
+		node "$SHARED/peers/fix-spec-for-prism.mjs" "$PRISM_SPEC" \
+		    "$PRISM_MOCK" "$PRISM_ANTHROPIC_PATHS" >>"$T/fix-spec.log" 2>&1 ||
+		    { echo "Bail out! fix-spec-for-prism.mjs failed"; sed 's/^/# /' "$T/fix-spec.log"; exit 1; }
+		return 0
+	fi
 	PRISM_SPEC=$T/openai-spec.json
+	PRISM_MOCK=$T/openai-prism.json
 	JS_YAML=$PRISM_DIR/node_modules/js-yaml node \
 	    "$SHARED/peers/fix-spec-for-prism.mjs" \
 	    "$SHARED/specs/openai/openapi.yaml" "$PRISM_SPEC" >"$T/fix-spec.log" 2>&1 &&
@@ -88,15 +118,48 @@ fs.writeFileSync(f, JSON.stringify(spec));
 JS
 }
 
+# prism_anthropic_ended: make GET /v1/messages/batches/{message_batch_id}
+# answer an ended MessageBatch (PRISM_API=anthropic), so that qb-poll goes
+# on to fetch its results_url. The spec has no whole example of one: it is
+# made of the examples of each field (results_url among them), with
+# processing_status "ended", nothing archived or cancelled, and the counts
+# of an ended batch. Only what Prism answers changes.
+prism_anthropic_ended() {
+	node - "$PRISM_MOCK" <<'JS' || { echo "Bail out! cannot set the MessageBatch example"; exit 1; }
+const fs = require("fs");
+const f = process.argv[2], spec = JSON.parse(fs.readFileSync(f, "utf8"));
+const S = spec.components.schemas, value = {};
+for (const [k, p] of Object.entries(S.MessageBatch.properties))
+  if (p.examples) value[k] = p.examples[0];
+Object.assign(value, { type: "message_batch", processing_status: "ended",
+  archived_at: null, cancel_initiated_at: null,
+  request_counts: { processing: 0, succeeded: 2, errored: 1, canceled: 0, expired: 0 } });
+if (!/^https:\/\/[^/]+\/v1\/messages\/batches\/[^/]+\/results$/.test(value.results_url))
+  throw new Error("no results_url example: " + value.results_url);
+const media = spec.paths["/v1/messages/batches/{message_batch_id}"].get.responses["200"].content["application/json"];
+media.examples = { ended: { value } };
+fs.writeFileSync(f, JSON.stringify(spec));
+JS
+}
+
 # prism_start [completed]: start the mock; see the top of this file.
+# completed: a batch read back has ended, with results to fetch.
 prism_start() {
 	prism_install
 	prism_spec
-	[ "${1:-}" = completed ] && prism_completed
+	if [ "${1:-}" = completed ]; then
+		if [ "$PRISM_API" = anthropic ]; then prism_anthropic_ended; else prism_completed; fi
+	fi
 	PRISM_LOG=$T/prism.log
+	if [ "$PRISM_API" = anthropic ]; then
+		# Anthropic routes check no auth (../shared/peers/README.md).
+		_ready=/v1/messages/batches/msgbatch_ready
+	else
+		_ready=/batches/batch_ready
+	fi
 	for _try in 1 2 3; do
 		PRISM_PORT=$(_prism_free_port)
-		"$PRISM_DIR/node_modules/.bin/prism" mock "$T/openai-prism.json" \
+		"$PRISM_DIR/node_modules/.bin/prism" mock "$PRISM_MOCK" \
 		    -h 127.0.0.1 -p "$PRISM_PORT" >"$PRISM_LOG" 2>&1 &
 		PRISM_PID=$!
 		_pids="$_pids $PRISM_PID"
@@ -105,7 +168,7 @@ prism_start() {
 		while [ $_i -lt 300 ] && kill -0 "$PRISM_PID" 2>/dev/null; do
 			[ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' \
 			    -H 'Authorization: Bearer sk-prism' \
-			    "$PRISM_URL/batches/batch_ready")" = 200 ] && return 0
+			    "$PRISM_URL$_ready")" = 200 ] && return 0
 			sleep 0.1
 			_i=$((_i + 1))
 		done
@@ -126,8 +189,10 @@ prism_mark() { wc -c <"$PRISM_LOG" | tr -d ' '; }
 #   METHOD PATH STATUS valid|invalid [violation | ...]
 # STATUS is what Prism answered: 422 for a request that fails validation,
 # 401 without a bearer key, 404 or 405 for a route the spec lacks, 406 when
-# the spec has no answer in the media type the request accepts. Prism also
-# checks its own answers ("Violation: response..."): those are left out.
+# the spec has no answer in the media type the request accepts, 500 when
+# Prism itself fails (it cannot make application/x-jsonl, the Anthropic
+# results): the request passed, and Prism's error follows "valid". Prism
+# also checks its own answers ("Violation: response..."): those are left out.
 prism_requests() {
 	tail -c +"$(($1 + 1))" "$PRISM_LOG" | python3 -c '
 import re, sys
@@ -160,9 +225,15 @@ for line in sys.stdin:
         r["st"] = codes.get(m.group(1), m.group(1))
         if r["ok"] is None and r["st"] != "406":
             r["v"].append(m.group(2).strip())
+    elif "Request terminated with error:" in line:
+        # Prism failed making its answer (500), e.g. "Error: Cannot find
+        # serializer for application/x-jsonl": the request is not at fault.
+        r["st"] = "500"
+        r["n"] = "Prism: " + line.split("Request terminated with error:", 1)[1].strip()
 for r in reqs:
     ok = r["ok"] is True and not r["v"] and r["st"] not in ("401", "404", "405", "422")
-    print(r["m"], r["p"], r["st"], "valid" if ok else "invalid", " | ".join(r["v"]))
+    print(r["m"], r["p"], r["st"], "valid" if ok else "invalid",
+          " | ".join(r["v"] + ([r["n"]] if r.get("n") else [])))
 '
 }
 
@@ -173,6 +244,9 @@ prism.sh)
 	SHARED=${QB_SHARED:-$TOP/../shared}
 	T=$(mktemp -d "${TMPDIR:-/tmp}/qb-prism.XXXXXX")
 	_pids=
+	case ${1:-} in
+	openai | anthropic) PRISM_API=$1; shift ;;
+	esac
 	prism_start "${1:-}" >&2
 	echo "$PRISM_PORT $PRISM_PID $T"
 	;;
