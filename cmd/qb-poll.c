@@ -44,7 +44,8 @@ static const char usage[] =
     "       [--key-file file] [-t seconds] [-i ledger | file ...]";
 static const char help[] =
     "      --base-url URL     the provider's API base URL (default from\n"
-    "                         OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
+    "                         OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the\n"
+    "                         provider's public API)\n"
     "  -d, --dir DIR          write result files into DIR (default .)\n"
     "  -i, --in-place FILE    update the ledger FILE; print only the jobs that\n"
     "                         ended in this run\n"

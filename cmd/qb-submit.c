@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
+#include <time.h>
 
 #include "exits.h"
 #include "http.h"
@@ -41,7 +41,8 @@ static const char usage[] =
     "       [-p provider] [file ...]";
 static const char help[] =
     "      --base-url URL     the provider's API base URL (default from\n"
-    "                         OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
+    "                         OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the\n"
+    "                         provider's public API)\n"
     "      --key-file FILE    read the API key from the first line of FILE\n"
     "  -l, --ledger FILE      skip files FILE holds; append new jobs to it\n"
     "  -p, --provider NAME    submit to NAME (default: the record's provider,\n"
@@ -216,9 +217,10 @@ adopt(struct run *r, struct jsonl_reader *rd, yajl_val rec,
 /*
  * The ledger's newest batch for the file is bid. Returns 1 to skip the
  * file (or when submitting stopped), 0 to submit it again: only when the
- * batch ended having run nothing (failed; expired or cancelled with no
- * request completed or failed), which would otherwise leave its items
- * stuck, as packing them again makes the very same file.
+ * batch ended with no request completed (or failed as a whole, saying
+ * why, with no counts), whatever the provider calls that, which would
+ * otherwise leave its items stuck, as packing them again makes the very
+ * same file.
  */
 static int
 again(struct run *r, struct jsonl_reader *rd, const struct provider *p,
@@ -228,8 +230,7 @@ again(struct run *r, struct jsonl_reader *rd, const struct provider *p,
 	struct http *h;
 	yajl_val batch;
 	char err[256];
-	long long ran;
-	int rc, skip = 1;
+	int rc, skip = 1, ended;
 
 	if (*bid == '\0' || p->get == NULL) {
 		qb_lwarn(rd->name, rd->lineno, "%s: already submitted; "
@@ -257,25 +258,48 @@ again(struct run *r, struct jsonl_reader *rd, const struct provider *p,
 		r->nnot++;
 	} else {
 		/*
-		 * Unknown counts count as "ran": never pay twice. Only
-		 * completed requests count: a byte-identical file comes
-		 * from retry outcomes of every request, so nothing of it
-		 * succeeded, and expired requests are counted as failed by
-		 * some hosts (PROVIDERS.md §1.9).
+		 * Unknown counts count as "ran" (never pay twice), unless
+		 * the batch failed as a whole and said why. Only completed
+		 * requests count: a byte-identical file comes from retry
+		 * outcomes of every request, so nothing of it succeeded, and
+		 * expired requests are counted as failed by some hosts
+		 * (PROVIDERS.md §1.9).
 		 */
-		ran = pj.has_counts ? pj.completed : -1;
-		skip = !pj.ended || strcasecmp(pj.status, "completed") == 0 ||
-		    (strcasecmp(pj.status, "failed") != 0 && ran != 0);
+		skip = !pj.ended || (pj.has_counts ? pj.completed != 0 :
+		    pj.errors == NULL);
+		ended = strcmp(pj.status, "ended") == 0;	/* no "ended ended" */
 		if (skip) {
 			qb_lwarn(rd->name, rd->lineno, "%s: already submitted "
 			    "as %s (%s); skipped", file, bid, pj.status);
 			r->nskip++;
 		} else
-			qb_note(1, "%s: batch %s ended %s with nothing run; "
-			    "submitting again", file, bid, pj.status);
+			qb_note(1, "%s: batch %s ended%s%s with nothing run; "
+			    "submitting again", file, bid, ended ? "" : " ",
+			    ended ? "" : pj.status);
 	}
 	yajl_tree_free(batch);
 	return skip;
+}
+
+/* Say how the batch of a create whose outcome is unknown can be found. */
+static void
+lost(struct run *r, const struct provider *p, const char *file,
+    const char *sha)
+{
+	char how[160], now[32];
+
+	provider_time(time(NULL), now, sizeof(now));
+	if (strcmp(p->name, "openai") == 0)	/* only its batches carry sha */
+		snprintf(how, sizeof(how), "metadata qb_sha256 %s", sha);
+	else
+		snprintf(how, sizeof(how), "%s batches made since about %s",
+		    p->name, now);
+	if (r->useled)
+		qb_warn("%s: the batch may exist: a run with ledger %s looks "
+		    "for it (%s) before submitting again", file, r->led.path, how);
+	else
+		qb_warn("%s: the batch may exist (%s): look for it before "
+		    "submitting again", file, how);
 }
 
 static void
@@ -346,13 +370,8 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	if ((rc = p->submit(h, &ps, &batch, &unknown)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: %s", file,
 		    h->err);
-		if (unknown && r->useled)
-			qb_warn("%s: the batch may exist: a run with ledger %s "
-			    "looks for it (metadata qb_sha256) and adopts it",
-			    file, r->led.path);
-		else if (unknown)
-			qb_warn("%s: the batch may exist (metadata qb_sha256 "
-			    "%s): look for it before submitting again", file, sha);
+		if (unknown)
+			lost(r, p, file, sha);
 		if (!unknown &&
 		    (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)) {
 			r->refused = 1;

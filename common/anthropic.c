@@ -8,58 +8,37 @@
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include "exits.h"
 #include "json.h"
-#include "msg.h"
 #include "provider.h"
-#include "qtime.h"
 #include "rfc3339.h"
 #include "xmem.h"
 
 #define BATCHES		"/v1/messages/batches"
-#define RETRY_AFTER_MAX	120.0		/* seconds, as http.c */
-#define ERRBODY_MAX	((size_t)1 << 20)	/* a batch object or an error is small */
 #define LIST_LIMIT	100		/* batches per list page (§2.5: 1..1000) */
 
 static const char prefix[] = "{\"requests\":[\n";
 static const char suffix[] = "\n]}";
 
 /*
- * The create body, read from the packed file by libcurl. Every byte of
- * the file goes out as it is; a ',' goes before the first non-blank byte
- * of each line that has one, except the first such line. Blank bytes
- * (JSON whitespace, line ends included) need no care.
+ * The create body, read from the packed file by libcurl (through
+ * http_send, which checks that its length stays what scan() found). Every
+ * byte of the file goes out as it is; a ',' goes before the first
+ * non-blank byte of each line that has one, except the first such line.
+ * Blank bytes (JSON whitespace, line ends included) need no care.
  */
 struct body {
 	FILE		*fp;
-	curl_off_t	 size;		/* Content-Length, from scan() */
-	curl_off_t	 sent;		/* bytes handed to libcurl this try */
-	int		 part;		/* 0 prefix, 1 file, 2 suffix */
-	size_t		 off;		/* into prefix or suffix */
+	size_t		 size;		/* Content-Length, from scan() */
+	const char	*pend;		/* prefix, comma or suffix: goes out first */
 	int		 any;		/* a request line has begun */
 	int		 inreq;		/* inside a line that has begun */
-	int		 comma;		/* its comma is out already */
-	int		 err;		/* errno of a read error, or -1: the file changed */
+	int		 eof;
 	char		 in[65536];
 	size_t		 ilen, ipos;
-};
-
-/* One try's response state (the shape of http.c's, for a streamed POST). */
-struct xfer {
-	struct http_resp *r;
-	struct body	*b;
-	const struct http *h;
-	int		 big;
-	int		 stalled;	/* seconds of silence that ended the try */
-	curl_off_t	 ul, dl;	/* bytes moved at the last progress */
-	double		 last;		/* qtime_mono() of the last progress */
 };
 
 static int
@@ -86,15 +65,12 @@ an_auth(const char *key, char **hdrs, int n)
 static int
 scan(struct body *b, long long *nreq)
 {
-	struct stat st;
-	size_t n, i;
+	size_t n, i, bytes = 0;
 	int inreq = 0;
 
 	*nreq = 0;
-	if (fstat(fileno(b->fp), &st) == -1)
-		return errno;
 	while ((n = fread(b->in, 1, sizeof(b->in), b->fp)) > 0)
-		for (i = 0; i < n; i++) {
+		for (bytes += n, i = 0; i < n; i++) {
 			if (b->in[i] == '\n')
 				inreq = 0;
 			else if (!inreq && !isblank_json((unsigned char)b->in[i])) {
@@ -104,22 +80,21 @@ scan(struct body *b, long long *nreq)
 		}
 	if (ferror(b->fp))
 		return errno != 0 ? errno : EIO;
-	b->size = (curl_off_t)(sizeof(prefix) - 1) + (curl_off_t)st.st_size +
-	    (*nreq > 0 ? *nreq - 1 : 0) + (curl_off_t)(sizeof(suffix) - 1);
+	b->size = strlen(prefix) + bytes + (size_t)(*nreq > 0 ? *nreq - 1 : 0) +
+	    strlen(suffix);
 	return 0;
 }
 
-/* Start the body again from its first byte. */
+/* Start the body again from its first byte; 0 or errno. */
 static int
-rewind_body(struct body *b)
+rewind_body(void *arg)
 {
-	b->sent = 0;
-	b->part = 0;
-	b->off = 0;
-	b->any = b->inreq = b->comma = 0;
+	struct body *b = arg;
+
+	b->pend = prefix;
+	b->any = b->inreq = b->eof = 0;
 	b->ilen = b->ipos = 0;
-	b->err = 0;
-	return fseeko(b->fp, 0, SEEK_SET);
+	return fseeko(b->fp, 0, SEEK_SET) == 0 ? 0 : errno;
 }
 
 static size_t
@@ -128,33 +103,21 @@ on_read(char *dst, size_t size, size_t nitems, void *arg)
 	struct body *b = arg;
 	size_t room = size * nitems, n = 0, k;
 	const char *nl;
-	unsigned char c;
 
 	while (n < room) {
-		if (b->part == 0 || b->part == 2) {
-			const char *s = b->part == 0 ? prefix : suffix;
-			size_t len = b->part == 0 ? sizeof(prefix) - 1 :
-			    sizeof(suffix) - 1;
-
-			k = len - b->off < room - n ? len - b->off : room - n;
-			memcpy(dst + n, s + b->off, k);
-			n += k;
-			if ((b->off += k) < len)
-				continue;
-			if (b->part == 2)
-				break;
-			b->part = 1;
-			b->off = 0;
+		if (*b->pend != '\0') {
+			dst[n++] = *b->pend++;
 			continue;
 		}
+		if (b->eof)
+			break;
 		if (b->ipos == b->ilen) {
 			b->ipos = 0;
 			if ((b->ilen = fread(b->in, 1, sizeof(b->in), b->fp)) == 0) {
-				if (ferror(b->fp)) {
-					b->err = errno != 0 ? errno : EIO;
+				if (ferror(b->fp))	/* errno says why */
 					return CURL_READFUNC_ABORT;
-				}
-				b->part = 2;
+				b->pend = suffix;
+				b->eof = 1;
 			}
 			continue;
 		}
@@ -169,318 +132,38 @@ on_read(char *dst, size_t size, size_t nitems, void *arg)
 			memcpy(dst + n, b->in + b->ipos, k);
 			n += k;
 			b->ipos += k;
-			continue;
-		}
-		c = (unsigned char)b->in[b->ipos];
-		if (!isblank_json(c) && b->any && !b->comma) {
-			dst[n++] = ',';
-			b->comma = 1;
-			continue;
-		}
-		if (!isblank_json(c)) {
+		} else if (!isblank_json((unsigned char)b->in[b->ipos])) {
+			/* A request line begins: a comma first, but not
+			 * before the first. */
+			b->pend = b->any ? "," : "";
 			b->inreq = b->any = 1;
-			b->comma = 0;
-		}
-		dst[n++] = (char)c;
-		b->ipos++;
-	}
-	/* A file that grew or shrank since scan() would break the body. */
-	b->sent += (curl_off_t)n;
-	if (b->sent > b->size || (n == 0 && b->sent != b->size)) {
-		b->err = -1;
-		return CURL_READFUNC_ABORT;
+		} else
+			dst[n++] = b->in[b->ipos++];
 	}
 	return n;
 }
 
-static int
-on_seek(void *arg, curl_off_t off, int origin)
-{
-	struct body *b = arg;
-
-	if (off != 0 || origin != SEEK_SET || rewind_body(b) != 0)
-		return CURL_SEEKFUNC_CANTSEEK;
-	return CURL_SEEKFUNC_OK;
-}
-
-static void
-hval(char *dst, size_t dstlen, const char *v, size_t n)
-{
-	while (n > 0 && isblank_json((unsigned char)v[n - 1]))
-		n--;
-	while (n > 0 && (*v == ' ' || *v == '\t')) {
-		v++;
-		n--;
-	}
-	snprintf(dst, dstlen, "%.*s", (int)n, v);
-}
-
-static size_t
-on_header(char *p, size_t size, size_t nmemb, void *arg)
-{
-	struct http_resp *r = ((struct xfer *)arg)->r;
-	size_t len = size * nmemb, k;
-	const char *c;
-	char v[16];
-
-	if (len > 5 && memcmp(p, "HTTP/", 5) == 0) {
-		c = memchr(p, ' ', len);
-		r->status = c != NULL ? strtol(c + 1, NULL, 10) : 0;
-		r->retry_after[0] = r->retry_after_ms[0] = '\0';
-		r->request_id[0] = '\0';
-		r->should_retry = -1;
-		return len;
-	}
-	if ((c = memchr(p, ':', len)) == NULL)
-		return len;
-	k = (size_t)(c++ - p);
-	len -= k + 1;
-	if (k == 11 && strncasecmp(p, "retry-after", k) == 0)
-		hval(r->retry_after, sizeof(r->retry_after), c, len);
-	else if (k == 14 && strncasecmp(p, "retry-after-ms", k) == 0)
-		hval(r->retry_after_ms, sizeof(r->retry_after_ms), c, len);
-	else if (k == 10 && strncasecmp(p, "request-id", k) == 0)
-		hval(r->request_id, sizeof(r->request_id), c, len);
-	else if (k == 14 && strncasecmp(p, "x-should-retry", k) == 0) {
-		hval(v, sizeof(v), c, len);
-		r->should_retry = strcasecmp(v, "true") == 0 ? 1 :
-		    strcasecmp(v, "false") == 0 ? 0 : -1;
-	}
-	return len + k + 1;
-}
-
-static size_t
-on_body(char *p, size_t size, size_t nmemb, void *arg)
-{
-	struct xfer *x = arg;
-	size_t len = size * nmemb;
-
-	if (x->r->body.len + len > ERRBODY_MAX) {
-		x->big = 1;
-		return 0;
-	}
-	buf_append(&x->r->body, p, len);
-	return len;
-}
-
 /*
- * The time limits of a streamed create: the body may take long, but not
- * stall for h->timeout seconds; once it is sent the answer may take
- * h->json_timeout seconds, as a JSON request's would (libcurl's own speed
- * limit averages over the fast upload and would wait much longer).
+ * POST the file's requests to create a batch, retried as http_send
+ * retries a create: after a 429 or 5xx answer (529 overloaded_error among
+ * them) or a connection failure before anything was sent, never after a
+ * failure once the request went out (*unknown).
  */
-static int
-on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
-    curl_off_t ultotal, curl_off_t ulnow)
-{
-	struct xfer *x = arg;
-	double now = qtime_mono();
-	long limit;
-
-	if (x->last == 0 || ulnow != x->ul || dlnow != x->dl) {
-		x->ul = ulnow;
-		x->dl = dlnow;
-		x->last = now;
-		return 0;
-	}
-	limit = ulnow >= x->b->size ? x->h->json_timeout : x->h->timeout;
-	if (now - x->last < limit)
-		return 0;
-	x->stalled = (int)limit;
-	return 1;
-}
-
-/* One try of the streamed create; returns libcurl's result. */
-static CURLcode
-once(struct http *h, const char *url, struct xfer *x, int *sent)
-{
-	CURL *c = h->curl;
-	struct curl_slist *hl = NULL, *s;
-	char ebuf[CURL_ERROR_SIZE] = "";
-	long rsize = 0;
-	CURLcode cc;
-
-	for (s = h->hdrs; s != NULL; s = s->next)
-		if ((hl = curl_slist_append(hl, s->data)) == NULL)
-			qb_die(QB_EX_OSERR, "out of memory");
-	if ((s = curl_slist_append(hl, "Content-Type: application/json")) == NULL ||
-	    (s = curl_slist_append(s, "Accept: application/json")) == NULL ||
-	    (s = curl_slist_append(s, "Expect:")) == NULL)
-		qb_die(QB_EX_OSERR, "out of memory");
-	hl = s;
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "qb/" QB_VERSION);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(c, CURLOPT_POST, 1L);
-	curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-	curl_easy_setopt(c, CURLOPT_READDATA, x->b);
-	curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
-	curl_easy_setopt(c, CURLOPT_SEEKDATA, x->b);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, x->b->size);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-#endif
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-	cc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &rsize);
-	*sent = rsize > 0 || x->b->sent > 0;
-	if (x->stalled > 0)
-		snprintf(h->err, sizeof(h->err), "%s after %d s of silence",
-		    x->b->sent >= x->b->size ? "no answer" : "upload stalled",
-		    x->stalled);
-	else if (cc != CURLE_OK)
-		snprintf(h->err, sizeof(h->err), "%s", ebuf[0] != '\0' ? ebuf :
-		    curl_easy_strerror(cc));
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
-	curl_slist_free_all(hl);
-	return cc;
-}
-
-/* h->err: "POST /v1/messages/batches: what happened". */
-static void
-describe(struct http *h, const struct xfer *x)
-{
-	const struct http_resp *r = x->r;
-	char why[400], *p;
-	const char *m = NULL, *t = NULL;
-	yajl_val v = NULL, e;
-
-	if (x->b->err > 0)
-		snprintf(why, sizeof(why), "read error: %s", strerror(x->b->err));
-	else if (x->b->err < 0)
-		snprintf(why, sizeof(why), "the file changed while it was sent");
-	else if (x->big)
-		snprintf(why, sizeof(why), "answer over %zu bytes", ERRBODY_MAX);
-	else if (r->cc != CURLE_OK && r->status < 400)
-		snprintf(why, sizeof(why), "%.300s", h->err);
-	else {
-		/* {"type":"error","error":{"type":...,"message":...}} (§2.7) */
-		if (r->body.len > 0 && r->body.len < 65536)
-			v = yajl_tree_parse(r->body.p, NULL, 0);
-		e = json_get(v, "error");
-		m = json_str(e, "message");
-		t = json_str(e, "type");
-		/* Cloudflare may say 413 in HTML before the API sees it. */
-		if (r->status == 413)
-			m = "batch too large (at most 256 MB and 100,000 "
-			    "requests, PROVIDERS.md §2.2)";
-		snprintf(why, sizeof(why), "HTTP %ld%s%.300s%s%.40s%s", r->status,
-		    m != NULL ? ": " : "", m != NULL ? m : "",
-		    t != NULL ? " (" : "", t != NULL ? t : "", t != NULL ? ")" : "");
-		yajl_tree_free(v);
-	}
-	snprintf(h->err, sizeof(h->err), "POST " BATCHES ": %.360s%s%.100s%s", why,
-	    r->request_id[0] != '\0' ? " (request " : "", r->request_id,
-	    r->request_id[0] != '\0' ? ")" : "");
-	while (h->secret != NULL && (p = strstr(h->err, h->secret)) != NULL)
-		memset(p, '*', strlen(h->secret));
-}
-
-/*
- * POST the body b to create a batch, retrying as http_json does a create:
- * after a 429 or 5xx answer (529 overloaded_error among them) or a
- * connection failure before anything was sent, never after a failure
- * once the request went out (r->unknown).
- */
-static enum http_class
-create(struct http *h, struct body *b, struct http_resp *r)
-{
-	struct buf url = BUF_INIT;
-	struct xfer x;
-	enum http_class cls;
-	double delay, top;
-	int attempt, retry, sent;
-
-	buf_printf(&url, "%s%s", h->base, BATCHES);
-	for (attempt = 0;; attempt++) {
-		http_resp_free(r);
-		memset(&x, 0, sizeof(x));
-		x.r = r;
-		x.b = b;
-		x.h = h;
-		h->err[0] = '\0';
-		if (rewind_body(b) != 0) {
-			b->err = errno;
-			r->cc = CURLE_READ_ERROR;
-			sent = 0;
-		} else
-			r->cc = once(h, url.p, &x, &sent);
-		r->tries = attempt + 1;
-		/* An answer, then a broken connection (a 413 cutting the
-		 * upload short): the answer says what happened. */
-		cls = r->cc != CURLE_OK && r->status >= 400 ?
-		    http_class(CURLE_OK, r->status) : http_class(r->cc, r->status);
-		if (b->err != 0)
-			cls = HTTP_PERM;
-		qb_note(2, "POST %s -> %ld%s%s", url.p, r->status,
-		    r->request_id[0] != '\0' ? " " : "", r->request_id);
-		if (cls == HTTP_OK)
-			break;
-		describe(h, &x);
-		retry = cls == HTTP_TEMP;
-		if (r->should_retry == 0 || (r->should_retry == 1 &&
-		    r->status >= 400))
-			retry = r->should_retry;
-		if (b->err != 0)
-			retry = 0;
-		else if (r->cc != CURLE_OK && r->status < 400 && sent) {
-			r->unknown = 1;
-			retry = 0;
-			snprintf(h->err + strlen(h->err), sizeof(h->err) -
-			    strlen(h->err), "; outcome unknown: the request was sent");
-		} else if (r->status > 0)
-			retry = retry && (r->status == 429 || r->status >= 500);
-		if (!retry || attempt >= h->retries)
-			break;
-		delay = http_retry_after(r->retry_after_ms, r->retry_after,
-		    time(NULL));
-		if (delay > RETRY_AFTER_MAX)
-			break;
-		if (delay <= 0) {
-			/* Full jitter, as http.c: xorshift64* on h->rng. */
-			top = fmin(h->backoff * pow(2, attempt), h->cap);
-			h->rng ^= h->rng >> 12;
-			h->rng ^= h->rng << 25;
-			h->rng ^= h->rng >> 27;
-			delay = top * ((h->rng * 2685821657736338717ULL >> 11) /
-			    9007199254740992.0);
-		}
-		if (h->deadline > 0 && qtime_mono() + delay >= h->deadline)
-			break;
-		qb_note(1, "%s; retry %d of %d in %.2f s", h->err, attempt + 1,
-		    h->retries, delay);
-		qtime_sleep(delay);
-	}
-	h->status = r->status;
-	buf_free(&url);
-	return cls;
-}
-
 static int
 an_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
     int *unknown)
 {
+	struct http_body hb = { NULL, 0, on_read, NULL, rewind_body };
 	struct http_resp r;
 	struct body *b;
 	enum http_class c;
-	long long nreq;
+	long long nreq = 0;
 	int rc = 0, e = 0;
 
 	*batch = NULL;
 	*unknown = 0;
 	h->status = 0;
-	b = xmalloc(sizeof(*b));
+	hb.ctx = b = xmalloc(sizeof(*b));
 	memset(b, 0, sizeof(*b));
 	if ((b->fp = fopen(s->path, "r")) == NULL || (e = scan(b, &nreq)) != 0) {
 		snprintf(h->err, sizeof(h->err), "%s: %s", s->path,
@@ -490,25 +173,28 @@ an_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 		snprintf(h->err, sizeof(h->err), "%s: no requests", s->path);
 		rc = QB_EX_DATAERR;
 	}
-	if (rc != 0) {
-		if (b->fp != NULL)
-			fclose(b->fp);
-		free(b);
-		return rc;
-	}
 	http_resp_init(&r);
-	c = create(h, b, &r);
-	if (c != HTTP_OK) {
+	hb.len = b->size;
+	if (rc == 0 &&
+	    (c = http_send(h, "POST", BATCHES, &hb, 1, &r)) != HTTP_OK) {
 		*unknown = r.unknown;
-		rc = b->err > 0 ? QB_EX_IOERR : http_exit(c);
-	} else if ((*batch = provider_answer(h, "POST " BATCHES, &r.body,
-	    "id")) == NULL) {
+		rc = r.cc == CURLE_READ_ERROR ? QB_EX_IOERR : http_exit(c);
+		/* Cloudflare may say 413 in HTML before the API sees it. */
+		if (r.status == 413)
+			snprintf(h->err, sizeof(h->err), "POST " BATCHES ": HTTP "
+			    "413: batch too large (at most 256 MB and 100,000 "
+			    "requests, PROVIDERS.md §2.2)%s%.100s%s",
+			    r.request_id[0] != '\0' ? " (request " : "",
+			    r.request_id, r.request_id[0] != '\0' ? ")" : "");
+	} else if (rc == 0 && (*batch = provider_answer(h, "POST " BATCHES,
+	    &r.body, "id")) == NULL) {
 		/* It said yes, but not to what: the batch may well exist. */
 		*unknown = 1;
 		rc = QB_EX_PROTOCOL;
 	}
 	http_resp_free(&r);
-	fclose(b->fp);
+	if (b->fp != NULL)
+		fclose(b->fp);
 	free(b);
 	return rc;
 }
@@ -559,36 +245,23 @@ static int
 an_fetch(struct http *h, const char *ref, FILE *out)
 {
 	struct http_resp r;
-	struct buf path = BUF_INIT;
 	enum http_class c;
-	CURLU *u;
-	char *p = NULL, *q = NULL;
+	const char *p;
 	int rc;
 
-	if ((u = curl_url()) == NULL)
-		qb_die(QB_EX_OSERR, "out of memory");
-	if (curl_url_set(u, CURLUPART_URL, ref, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PATH, &p, 0) != CURLUE_OK ||
-	    strncmp(p, "/v1/", 4) != 0) {
+	if ((p = strstr(ref, "://")) != NULL)
+		p += 3 + strcspn(p + 3, "/?#");
+	if (p == NULL || strncmp(p, "/v1/", 4) != 0) {
 		snprintf(h->err, sizeof(h->err), "results_url \"%.200s\" is not "
 		    "an API URL", ref);
 		h->status = 0;
-		curl_free(p);
-		curl_url_cleanup(u);
 		return QB_EX_PROTOCOL;
 	}
-	buf_puts(&path, p);
-	if (curl_url_get(u, CURLUPART_QUERY, &q, 0) == CURLUE_OK && q != NULL)
-		buf_printf(&path, "?%s", q);
-	curl_free(p);
-	curl_free(q);
-	curl_url_cleanup(u);
 	http_resp_init(&r);
-	c = http_download(h, path.p, out, &r);
+	c = http_download(h, p, out, &r);
 	rc = c != HTTP_OK && r.cc == CURLE_WRITE_ERROR ? QB_EX_IOERR :
 	    http_exit(c);
 	http_resp_free(&r);
-	buf_free(&path);
 	return rc;
 }
 

@@ -5,8 +5,10 @@
  * its connection cache), so a run of GETs to one host reuses one
  * connection. Retries use exponential backoff with full jitter and obey
  * the server's retry-after-ms, Retry-After and x-should-retry headers the
- * way the OpenAI SDK does (PROVIDERS.md §1.11). Nothing here ever prints a
- * request header: the key travels only in h->hdrs.
+ * way the OpenAI SDK does (PROVIDERS.md §1.11). A request body comes from
+ * memory or from a read callback (a streamed create), under the same
+ * rules. Nothing here ever prints a request header: the key travels only
+ * in h->hdrs, and never to another origin than the base URL's.
  * SPDX-License-Identifier: ISC
  */
 #include <ctype.h>
@@ -14,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <yajl/yajl_tree.h>
@@ -35,14 +38,14 @@
 #define XFER_TIMEOUT	300L		/* seconds an upload or download may stall */
 #define RETRY_AFTER_MAX	120.0		/* seconds; a longer wait is not waited for */
 #define BODY_MAX	((size_t)64 << 20)	/* largest response kept in memory */
+#define MAX_REDIRS	5
 
 enum kind { K_JSON, K_UPLOAD, K_DOWNLOAD };
 
 struct req {
 	enum kind	 kind;
 	const char	*method, *path;
-	const char	*body;
-	size_t		 len;
+	const struct http_body *body;	/* K_JSON: NULL for none */
 	const char *const *fields;
 	const char	*file;
 	FILE		*out;
@@ -51,11 +54,18 @@ struct req {
 
 /* State the callbacks share during one try. */
 struct xfer {
+	struct http	*h;
+	const struct req *q;
 	struct http_resp *r;
 	FILE		*out;
 	int		 werr;		/* errno of a failed write to out */
+	int		 rerr;		/* errno of a failed body read; -1: wrong length */
 	int		 sent;		/* some of the request went out */
 	int		 big;		/* response body over BODY_MAX */
+	int		 stalled;	/* seconds of silence that ended a streamed try */
+	size_t		 nread;		/* bytes of a streamed body handed to libcurl */
+	curl_off_t	 ul, dl;	/* bytes moved at the last progress */
+	double		 last;		/* qtime_mono() of the last progress */
 };
 
 void
@@ -323,7 +333,8 @@ on_header(char *p, size_t size, size_t nmemb, void *arg)
 	else if (k == 14 && strncasecmp(p, "retry-after-ms", k) == 0)
 		copyval(r->retry_after_ms, sizeof(r->retry_after_ms), c,
 		    len - k - 1);
-	else if (k == 12 && strncasecmp(p, "x-request-id", k) == 0)
+	else if ((k == 12 && strncasecmp(p, "x-request-id", k) == 0) ||
+	    (k == 10 && strncasecmp(p, "request-id", k) == 0))	/* Anthropic's */
 		copyval(r->request_id, sizeof(r->request_id), c, len - k - 1);
 	else if (k == 14 && strncasecmp(p, "x-should-retry", k) == 0) {
 		char v[16];
@@ -359,15 +370,70 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 	return len;
 }
 
+/*
+ * The time limits of a streamed body: it may take long, but not stall for
+ * h->timeout seconds; once it is sent the answer may take h->json_timeout
+ * seconds, as with a body from memory (libcurl's own speed limit averages
+ * over a fast upload and would wait much longer).
+ */
 static int
 on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
     curl_off_t ultotal, curl_off_t ulnow)
 {
 	struct xfer *x = arg;
+	double now;
+	long limit;
 
 	if (ulnow > 0)
 		x->sent = 1;
-	return 0;
+	if (x->q->body == NULL || x->q->body->read == NULL)
+		return 0;
+	now = qtime_mono();
+	if (x->last == 0 || ulnow != x->ul || dlnow != x->dl) {
+		x->ul = ulnow;
+		x->dl = dlnow;
+		x->last = now;
+		return 0;
+	}
+	limit = ulnow >= (curl_off_t)x->q->body->len ? x->h->json_timeout :
+	    x->h->timeout;
+	if (now - x->last < limit)
+		return 0;
+	x->stalled = (int)limit;
+	return 1;
+}
+
+static size_t
+on_read(char *dst, size_t size, size_t nitems, void *arg)
+{
+	struct xfer *x = arg;
+	const struct http_body *b = x->q->body;
+	size_t n;
+
+	errno = 0;
+	if ((n = b->read(dst, size, nitems, b->ctx)) == CURL_READFUNC_ABORT) {
+		x->rerr = errno != 0 ? errno : EIO;
+		return n;
+	}
+	/* A source that grew or shrank since len was taken breaks the body. */
+	x->nread += n;
+	if (x->nread > b->len || (n == 0 && x->nread != b->len)) {
+		x->rerr = -1;
+		return CURL_READFUNC_ABORT;
+	}
+	return n;
+}
+
+/* libcurl rewinds a body to send it again (a redirect, an auth round). */
+static int
+on_seek(void *arg, curl_off_t off, int origin)
+{
+	struct xfer *x = arg;
+
+	if (off != 0 || origin != SEEK_SET || x->q->body->rewind(x->q->body->ctx))
+		return CURL_SEEKFUNC_CANTSEEK;
+	x->nread = 0;
+	return CURL_SEEKFUNC_OK;
 }
 
 static struct curl_slist *
@@ -378,9 +444,12 @@ addhdr(struct curl_slist *l, const char *s)
 	return l;
 }
 
-/* One try of request q; fills r and x, returns libcurl's result. */
+/*
+ * One request of a try of q; fills r and x, returns libcurl's result. bare:
+ * without h->hdrs (the key and the provider's other fixed headers).
+ */
 static CURLcode
-once(struct http *h, const struct req *q, const char *url,
+once(struct http *h, const struct req *q, const char *url, int bare,
     struct http_resp *r, struct xfer *x)
 {
 	CURL *c = h->curl;
@@ -393,7 +462,7 @@ once(struct http *h, const struct req *q, const char *url,
 	long rsize = 0, ms;
 	CURLcode cc;
 
-	for (s = h->hdrs; s != NULL; s = s->next)
+	for (s = bare ? NULL : h->hdrs; s != NULL; s = s->next)
 		hl = addhdr(hl, s->data);
 	curl_easy_reset(c);
 	ebuf[0] = '\0';
@@ -418,19 +487,29 @@ once(struct http *h, const struct req *q, const char *url,
 		ms = h->json_timeout * 1000L;
 		if (h->deadline > 0 && (h->deadline - qtime_mono()) * 1000 < ms)
 			ms = (long)((h->deadline - qtime_mono()) * 1000) + 1;
-		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
+		if (q->body == NULL || q->body->read == NULL)
+			curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
 		hl = addhdr(hl, "Accept: application/json");
 		if (strcmp(q->method, "GET") == 0) {
 			curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
 			break;
 		}
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
 		if (strcmp(q->method, "POST") != 0)
 			curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
 		hl = addhdr(hl, "Content-Type: application/json");
+		/* No "Expect: 100-continue" round trip before the body. */
+		hl = addhdr(hl, "Expect:");
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-		    (curl_off_t)(q->body != NULL ? q->len : 0));
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS,
-		    q->body != NULL ? q->body : "");
+		    (curl_off_t)(q->body != NULL ? q->body->len : 0));
+		if (q->body != NULL && q->body->read != NULL) {
+			curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+			curl_easy_setopt(c, CURLOPT_READDATA, x);
+			curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+			curl_easy_setopt(c, CURLOPT_SEEKDATA, x);
+		} else
+			curl_easy_setopt(c, CURLOPT_POSTFIELDS,
+			    q->body != NULL ? q->body->p : "");
 		break;
 	case K_UPLOAD:
 		if ((mime = curl_mime_init(c)) == NULL)
@@ -456,10 +535,6 @@ once(struct http *h, const struct req *q, const char *url,
 		break;
 	case K_DOWNLOAD:
 		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-		/* Result URLs may redirect to storage; libcurl does not send a
-		 * custom Authorization header to another host. */
-		curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-		curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
 		hl = addhdr(hl, "Accept: application/binary");
 		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout);
@@ -471,7 +546,11 @@ once(struct http *h, const struct req *q, const char *url,
 	curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &reqsize);
 	if (rsize > 0 || reqsize > 0)
 		x->sent = 1;
-	if (cc != CURLE_OK && ebuf[0] != '\0')
+	if (x->stalled > 0)
+		snprintf(h->err, sizeof(h->err), "%s after %d s of silence",
+		    x->ul >= (curl_off_t)q->body->len ? "no answer" :
+		    "upload stalled", x->stalled);
+	else if (cc != CURLE_OK && ebuf[0] != '\0')
 		snprintf(h->err, sizeof(h->err), "%s", ebuf);
 	else if (cc != CURLE_OK)
 		snprintf(h->err, sizeof(h->err), "%s", curl_easy_strerror(cc));
@@ -484,35 +563,101 @@ once(struct http *h, const struct req *q, const char *url,
 	return cc;
 }
 
+/*
+ * Whether url is on the base URL's origin, scheme://host[:port] as the
+ * base spells it (any other spelling only costs a redirect the key).
+ */
+static int
+home(const struct http *h, const char *url)
+{
+	const char *p = strstr(h->base, "://");
+	size_t n;
+
+	if (p == NULL)
+		return 0;
+	n = (size_t)(p + 3 - h->base) + strcspn(p + 3, "/?#");
+	return strncasecmp(url, h->base, n) == 0 &&
+	    strchr("/?#", url[n]) != NULL;
+}
+
+/*
+ * One try: once(), and for a download each redirect by hand. libcurl
+ * would send h->hdrs to any host a redirect names (it drops only
+ * Authorization and Cookie), an x-api-key or api-key header among them;
+ * so a redirect away from the base URL's origin goes without them.
+ */
+static CURLcode
+perform(struct http *h, const struct req *q, const char *url,
+    struct http_resp *r, struct xfer *x)
+{
+	struct buf cur = BUF_INIT;
+	char *loc = NULL;
+	int hops, bare = 0;
+	CURLcode cc;
+
+	buf_puts(&cur, url);
+	for (hops = 0;; hops++) {
+		cc = once(h, q, cur.p, bare, r, x);
+		if (cc != CURLE_OK || q->kind != K_DOWNLOAD || r->status < 300 ||
+		    r->status > 399 || curl_easy_getinfo(h->curl,
+		    CURLINFO_REDIRECT_URL, &loc) != CURLE_OK || loc == NULL)
+			break;
+		if (hops == MAX_REDIRS) {
+			snprintf(h->err, sizeof(h->err), "more than %d redirects",
+			    MAX_REDIRS);
+			cc = CURLE_TOO_MANY_REDIRECTS;
+			break;
+		}
+		buf_reset(&cur);
+		buf_puts(&cur, loc);
+		bare = bare || !home(h, cur.p);
+		qb_note(2, "%s %s -> %ld, to %s%s", q->method, q->path,
+		    r->status, cur.p, bare ? " without the key" : "");
+		buf_reset(&r->body);
+	}
+	buf_free(&cur);
+	return cc;
+}
+
 /* Set h->err to "METHOD PATH: what happened". */
 static void
 describe(struct http *h, const struct req *q, const struct http_resp *r,
     const struct xfer *x)
 {
 	char why[320], rid[160] = "";
-	const char *m = NULL;
-	yajl_val v = NULL;
+	const char *m = NULL, *t;
+	yajl_val v = NULL, e;
 
 	if (r->request_id[0] != '\0')
 		snprintf(rid, sizeof(rid), " (request %s)", r->request_id);
 	if (x->werr != 0)
 		snprintf(why, sizeof(why), "write error: %s", strerror(x->werr));
+	else if (x->rerr > 0)
+		snprintf(why, sizeof(why), "read error: %s", strerror(x->rerr));
+	else if (x->rerr < 0)
+		snprintf(why, sizeof(why), "the body changed while it was sent");
 	else if (x->big)
 		snprintf(why, sizeof(why), "response larger than %zu bytes",
 		    BODY_MAX);
-	else if (r->cc != CURLE_OK)
+	else if (r->cc != CURLE_OK && r->status < 400)
 		snprintf(why, sizeof(why), "%.300s", h->err);
 	else {
-		/* OpenAI and Anthropic both say {"error":{"message":...}}. */
+		/*
+		 * OpenAI and Anthropic both say {"error":{"message":...,
+		 * "type":...}}; an answer, then a broken connection (a 413
+		 * cutting an upload short), is reported by the answer.
+		 */
 		if (r->body.len > 0 && r->body.len < 65536)
 			v = yajl_tree_parse(r->body.p, NULL, 0);
-		m = json_str(json_get(v, "error"), "message");
-		if (m == NULL)
+		e = json_get(v, "error");
+		if ((m = json_str(e, "message")) == NULL)
 			m = json_str(v, "message");
 		if (m == NULL && r->status >= 200 && r->status <= 299)
 			m = "unexpected answer";
-		snprintf(why, sizeof(why), "HTTP %ld%s%.300s", r->status,
-		    m != NULL ? ": " : "", m != NULL ? m : "");
+		t = json_str(e, "type");
+		snprintf(why, sizeof(why), "HTTP %ld%s%.250s%s%.40s%s", r->status,
+		    m != NULL ? ": " : "", m != NULL ? m : "",
+		    t != NULL ? " (" : "", t != NULL ? t : "", t != NULL ? ")" : "");
 		yajl_tree_free(v);
 	}
 	snprintf(h->err, sizeof(h->err), "%s %s: %s%s", q->method, q->path,
@@ -562,6 +707,8 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 		buf_free(&r->body);
 		http_resp_init(r);
 		memset(&x, 0, sizeof(x));
+		x.h = h;
+		x.q = q;
 		x.r = r;
 		x.out = q->out;
 		h->err[0] = '\0';
@@ -569,12 +716,18 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 		    ftruncate(fileno(q->out), 0) != 0 ||
 		    fseeko(q->out, 0, SEEK_SET) != 0))
 			x.werr = errno;
-		r->cc = x.werr != 0 ? CURLE_WRITE_ERROR :
-		    once(h, q, url.p, r, &x);
+		if (q->body != NULL && q->body->read != NULL)
+			x.rerr = q->body->rewind(q->body->ctx);
+		r->cc = x.werr != 0 ? CURLE_WRITE_ERROR : x.rerr != 0 ?
+		    CURLE_READ_ERROR : perform(h, q, url.p, r, &x);
+		if (x.rerr > 0)
+			r->cc = CURLE_READ_ERROR;
 		r->tries = attempt + 1;
 		secs = 0;
 		curl_easy_getinfo(h->curl, CURLINFO_TOTAL_TIME, &secs);
-		cls = x.werr != 0 ? HTTP_PERM : http_class(r->cc, r->status);
+		/* An answer, then a broken connection: the answer speaks. */
+		cls = x.werr != 0 || x.rerr != 0 ? HTTP_PERM :
+		    http_class(r->status >= 400 ? CURLE_OK : r->cc, r->status);
 		if (r->cc == CURLE_OK)
 			qb_note(2, "%s %s -> %ld (%.3f s)%s%s", q->method, url.p,
 			    r->status, secs, r->request_id[0] ? " " : "",
@@ -587,18 +740,19 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 		retry = cls == HTTP_TEMP;
 		/* The server's own word overrides the status rule (§1.11). */
 		if (r->should_retry == 0 || (r->should_retry == 1 &&
-		    r->cc == CURLE_OK && r->status >= 400))
+		    r->status >= 400))
 			retry = r->should_retry;
-		if (x.werr != 0)
+		if (x.werr != 0 || x.rerr != 0)
 			retry = 0;
-		if (q->create && r->cc != CURLE_OK && x.sent) {
+		else if (q->create && r->cc != CURLE_OK && r->status < 400 &&
+		    x.sent) {
 			/* The server may have made it: never send it twice. */
 			r->unknown = 1;
 			retry = 0;
 			snprintf(h->err + strlen(h->err),
 			    sizeof(h->err) - strlen(h->err),
 			    "; outcome unknown: the request was sent");
-		} else if (q->create && r->cc == CURLE_OK)
+		} else if (q->create && r->status > 0)
 			retry = retry && (r->status == 429 || r->status >= 500);
 		if (!retry || attempt >= h->retries)
 			break;
@@ -628,8 +782,8 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 }
 
 enum http_class
-http_json(struct http *h, const char *method, const char *path,
-    const char *body, size_t len, int create, struct http_resp *r)
+http_send(struct http *h, const char *method, const char *path,
+    const struct http_body *body, int create, struct http_resp *r)
 {
 	struct req q;
 
@@ -638,9 +792,20 @@ http_json(struct http *h, const char *method, const char *path,
 	q.method = method;
 	q.path = path;
 	q.body = body;
-	q.len = len;
 	q.create = create;
 	return run(h, &q, r);
+}
+
+enum http_class
+http_json(struct http *h, const char *method, const char *path,
+    const char *body, size_t len, int create, struct http_resp *r)
+{
+	struct http_body b;
+
+	memset(&b, 0, sizeof(b));
+	b.p = body;
+	b.len = len;
+	return http_send(h, method, path, body != NULL ? &b : NULL, create, r);
 }
 
 enum http_class

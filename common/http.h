@@ -1,7 +1,8 @@
 /*
  * http.h: a small libcurl easy wrapper. One handle per service, reused so
- * that connections are kept alive; JSON requests, streamed multipart
- * uploads and streamed downloads; every failure classified as temporary,
+ * that connections are kept alive; requests with a body from memory or
+ * streamed from a callback, streamed multipart uploads and streamed
+ * downloads; every failure classified as temporary,
  * auth, permanent or protocol, and temporary ones retried with backoff.
  * SPDX-License-Identifier: ISC
  */
@@ -38,7 +39,7 @@ struct http_resp {
 	long		 status;	/* HTTP status of the last try, 0 if none */
 	struct buf	 body;		/* response body (JSON calls, error bodies); owned */
 	char		 retry_after[64], retry_after_ms[32];	/* raw headers, "" if absent */
-	char		 request_id[128];	/* x-request-id, "" if absent */
+	char		 request_id[128];	/* x-request-id or request-id, "" if absent */
 	int		 should_retry;	/* x-should-retry: -1 absent, 0 false, 1 true */
 	int		 unknown;	/* a create timed out after sending: outcome unknown */
 	int		 tries;		/* attempts made */
@@ -69,17 +70,39 @@ void http_resp_init(struct http_resp *r);
 void http_resp_free(struct http_resp *r);
 
 /*
- * Send method ("GET", "POST") to path (relative to the base URL, starting
- * with '/', or an absolute http(s) URL) with the len bytes of JSON at body
- * (NULL for none). The response body lands in r->body. Temporary failures
- * are retried; when create is set the request makes something that must
- * not exist twice, so it is retried only after a connection failure before
- * anything was sent, a 429 or a 5xx answer (a timeout after sending sets
- * r->unknown). Each try may take h->json_timeout seconds, and no longer
- * than h->deadline allows; no try starts after the deadline. Returns the
- * class of the final result; h->err says why when it is not HTTP_OK. r
- * must be initialised (http_resp_init); it is reset.
+ * A request body: the len bytes at p or, when read is set, the len bytes
+ * (Content-Length) that read, a CURLOPT_READFUNCTION, produces from ctx.
+ * rewind(ctx) starts the body over; it is called before every try and
+ * returns 0 or an errno value. read returns CURL_READFUNC_ABORT with errno
+ * set after a read error.
  */
+struct http_body {
+	const char	*p;
+	size_t		 len;
+	size_t		(*read)(char *, size_t, size_t, void *);
+	void		*ctx;
+	int		(*rewind)(void *);
+};
+
+/*
+ * Send method ("GET", "POST") to path (relative to the base URL, starting
+ * with '/', or an absolute http(s) URL) with the JSON in body (NULL for
+ * none). The response body lands in r->body. Temporary failures are
+ * retried; when create is set the request makes something that must not
+ * exist twice, so it is retried only after a connection failure before
+ * anything was sent, a 429 or a 5xx answer (a failure after sending sets
+ * r->unknown). A body from memory may take h->json_timeout seconds for the
+ * whole try, and no longer than h->deadline allows; a streamed one may not
+ * stall for h->timeout seconds, nor its answer take h->json_timeout once it
+ * is sent. No try starts after the deadline. A read error gives HTTP_PERM
+ * with r->cc CURLE_READ_ERROR; a streamed body of another length than len
+ * gives HTTP_PERM. Returns the class of the final result; h->err says why
+ * when it is not HTTP_OK. r must be initialised (http_resp_init); it is
+ * reset.
+ */
+enum http_class http_send(struct http *h, const char *method, const char *path,
+    const struct http_body *body, int create, struct http_resp *r);
+/* http_send with the len bytes of JSON at body (NULL for none). */
 enum http_class http_json(struct http *h, const char *method, const char *path,
     const char *body, size_t len, int create, struct http_resp *r);
 /*
@@ -95,6 +118,8 @@ enum http_class http_upload(struct http *h, const char *path,
  * out, a regular file opened for writing: on a retry it is truncated and
  * rewritten. An error body goes to r->body instead. A write error on out
  * gives HTTP_PERM with errno's reason in h->err and r->cc CURLE_WRITE_ERROR.
+ * Redirects are followed, but to another origin (scheme, host, port) than
+ * the base URL's without h->hdrs: the key goes to no other host.
  */
 enum http_class http_download(struct http *h, const char *path, FILE *out,
     struct http_resp *r);

@@ -52,46 +52,6 @@ oa_auth(const char *key, char **hdrs, int n)
 	return i;
 }
 
-/*
- * Parse a JSON object answer; on failure set h->err and return NULL
- * (the caller returns QB_EX_PROTOCOL).
- */
-static yajl_val
-answer(struct http *h, const char *what, struct http_resp *r, const char *need)
-{
-	yajl_val v = NULL;
-
-	if (r->body.len > 0)
-		v = yajl_tree_parse(r->body.p, NULL, 0);
-	if (!YAJL_IS_OBJECT(v) || json_str(v, need) == NULL) {
-		snprintf(h->err, sizeof(h->err),
-		    "%s: answer is not a JSON object with a \"%s\" string",
-		    what, need);
-		yajl_tree_free(v);
-		return NULL;
-	}
-	return v;
-}
-
-/* Ids go into paths: allow only what the provider's ids are made of. */
-static int
-safe_id(struct http *h, const char *id)
-{
-	const char *s;
-
-	for (s = id; *s != '\0'; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' ||
-		    *s == '.'))
-			break;
-	if (*id == '\0' || *s != '\0' || s - id > 256) {
-		snprintf(h->err, sizeof(h->err), "bad id \"%.64s\"", id);
-		h->status = 0;
-		return -1;
-	}
-	return 0;
-}
-
 static int
 oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
     int *unknown)
@@ -114,7 +74,7 @@ oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 		http_resp_free(&r);
 		return http_exit(c);
 	}
-	if ((f = answer(h, "POST /files", &r, "id")) == NULL) {
+	if ((f = provider_answer(h, "POST /files", &r.body, "id")) == NULL) {
 		http_resp_free(&r);
 		return QB_EX_PROTOCOL;
 	}
@@ -153,12 +113,13 @@ oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 
 			memcpy(err, h->err, sizeof(err));
 			buf_printf(&path, "/files/%s", fid);
-			if (safe_id(h, fid) == 0)
+			if (provider_safe_id(h, fid) == 0)
 				http_json(h, "DELETE", path.p, NULL, 0, 0, &r);
 			memcpy(h->err, err, sizeof(err));
 			h->status = st;
 		}
-	} else if ((*batch = answer(h, "POST /batches", &r, "id")) == NULL) {
+	} else if ((*batch = provider_answer(h, "POST /batches", &r.body,
+	    "id")) == NULL) {
 		/* It said yes, but not to what: the batch may well exist. */
 		*unknown = 1;
 		rc = QB_EX_PROTOCOL;
@@ -180,14 +141,14 @@ batchcall(struct http *h, const char *method, const char *id,
 	int rc = 0;
 
 	*batch = NULL;
-	if (safe_id(h, id) != 0)
+	if (provider_safe_id(h, id) != 0)
 		return QB_EX_DATAERR;
 	buf_printf(&path, "/batches/%s%s", id, suffix);
 	http_resp_init(&r);
 	c = http_json(h, method, path.p, NULL, 0, 0, &r);
 	if (c != HTTP_OK)
 		rc = http_exit(c);
-	else if ((*batch = answer(h, path.p, &r, "id")) == NULL)
+	else if ((*batch = provider_answer(h, path.p, &r.body, "id")) == NULL)
 		rc = QB_EX_PROTOCOL;
 	http_resp_free(&r);
 	buf_free(&path);
@@ -214,7 +175,7 @@ oa_fetch(struct http *h, const char *ref, FILE *out)
 	enum http_class c;
 	int rc;
 
-	if (safe_id(h, ref) != 0)
+	if (provider_safe_id(h, ref) != 0)
 		return QB_EX_DATAERR;
 	buf_printf(&path, "/files/%s/content", ref);
 	http_resp_init(&r);
@@ -381,7 +342,7 @@ oa_find(struct http *h, const char *sha256, long long since,
 		b = data->u.array.len > 0 ?
 		    data->u.array.values[data->u.array.len - 1] : NULL;
 		id = json_str(b, "id");
-		if (more && (id == NULL || safe_id(h, id) != 0 ||
+		if (more && (id == NULL || provider_safe_id(h, id) != 0 ||
 		    (after != NULL && strcmp(after, id) == 0)))
 			more = 0;
 		if (more) {

@@ -4,7 +4,7 @@
 # run lock, intents and adoption of batches whose job was never recorded,
 # submitting again a file whose batch ran nothing, configuration errors.
 . "$(dirname "$0")/lib.sh"
-plan 122
+plan 125
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -158,6 +158,8 @@ reset
 script '{"on":"POST /v1/batches","delay":2}'
 check_exit 75 "create timed out after sending" env QB_HTTP_TIMEOUT=1 qb-submit -v -l ledto.jsonl one.jsonl
 like "$(cat "$T/err")" "outcome unknown" "reported as outcome unknown"
+like "$(cat "$T/err")" "a run with ledger ledto.jsonl looks for it (metadata qb_sha256 " \
+    "says how it is found"
 unlike "$(cat "$T/err")" "retry" "never retried"
 # The emulator made the batch all the same: the next run finds and adopts it.
 until_stat .batches_created 1
@@ -238,7 +240,7 @@ check_exit 0 "the next run" qb-submit -l late.jsonl one.jsonl
 is "$(jqr .batch_id "$T/out")" "$(jqr .batch_id late.out)" "adopts that batch"
 is "$(stat_of .batches_created)" 1 "no second create"
 
-# a batch that failed, or was cancelled with nothing run: submitted again
+# a batch that failed, or ended with no request completed: submitted again
 reset
 printf '%s\n' '{"custom_id":"d1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[]}}' \
     '{"custom_id":"d1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[]}}' >dup.jsonl
@@ -262,6 +264,13 @@ is "$(jqr .batch_id "$T/out" | grep -c batch_)" 1 "is submitted again"
 clock 2
 check_exit 0 "a file whose batch completed" qb-submit -l again.jsonl one.jsonl
 like "$(cat "$T/err")" "(completed); skipped" "is skipped"
+printf '%s\n' '{"custom_id":"f1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[],"qb_fake":{"status":500}}}' >allfail.jsonl
+jq -nc --arg s "$(sha256sum allfail.jsonl | cut -d' ' -f1)" \
+    '{file:"allfail.jsonl",provider:"openai",endpoint:"/v1/chat/completions",model:"m1",requests:1,sha256:$s}' >allfail.pack
+qb-submit -l again.jsonl allfail.pack >/dev/null 2>&1
+clock 2
+check_exit 0 "a file whose batch completed with no request succeeded" qb-submit -v -l again.jsonl allfail.pack
+like "$(cat "$T/err")" "ended completed with nothing run; submitting again" "is submitted again, as with Anthropic"
 
 # configuration errors come first
 check_exit 78 "an ftp base URL" qb-submit --base-url ftp://example.com/v1 bad.jsonl

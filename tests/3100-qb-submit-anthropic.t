@@ -2,10 +2,12 @@
 # qb-submit and qb-poll against the emulator's Anthropic Message Batches
 # API: pack -p anthropic | submit | poll -w | reconcile, the job record, the
 # key and its headers, retries (529, 429), permanent refusals (400, 413 in
-# HTML), an unknown create outcome and the ledger after it, a create body
-# streamed from the file, not held in memory.
+# HTML), an unknown create outcome and the ledger after it, a batch with
+# no request succeeded submitted again, results redirected to another host
+# fetched without the key, a create body streamed from the file, not held
+# in memory.
 . "$(dirname "$0")/lib.sh"
-plan 57
+plan 73
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -78,6 +80,41 @@ qb-poll -w --interval 0.1 -d b job.jsonl 2>/dev/null | jq -c . >/dev/null
 check_exit 0 "after the batch ended, re-run with the ledger" qb-submit -l led.jsonl pack.jsonl
 like "$(cat "$T/err")" "already submitted as $B1 (ended); skipped" "an ended batch that ran is not submitted again"
 
+# a results redirect: followed with the key on the same origin, without it
+# to another one (libcurl itself would drop only Authorization and Cookie)
+python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(sys.argv[1], "a") as f:
+            f.write("".join("%s: %s\n" % kv for kv in self.headers.items()))
+        b = b"{\"custom_id\":\"moved\"}\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$T/seen" >"$T/rec.port" 2>/dev/null &
+_pids="$_pids $!"
+i=0
+while [ ! -s "$T/rec.port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+REC=http://127.0.0.1:$(cat "$T/rec.port")
+RESULTS="GET /v1/messages/batches/*/results"
+mkdir moved same
+script "{\"on\":\"$RESULTS\",\"status\":302,\"headers\":{\"Location\":\"$FAKE_URL/v1/messages/batches/$B1/results\"}}"
+check_exit 0 "results redirected on the same origin" qb-poll -d same job.jsonl
+is "$(jqr -s 'map(.result.type)|sort|join(",")' "same/$B1.output.jsonl")" "errored,succeeded,succeeded" \
+    "fetched with the key"
+script "{\"on\":\"$RESULTS\",\"status\":302,\"headers\":{\"Location\":\"$REC/elsewhere\"}}"
+check_exit 0 "results redirected to another host" qb-poll -d moved job.jsonl
+is "$(cat "moved/$B1.output.jsonl")" '{"custom_id":"moved"}' "fetched from there"
+ok_if "that host was asked" -s "$T/seen"
+unlike "$(cat "$T/seen")" "sk-test" "without the key"
+unlike "$(tr A-Z a-z <"$T/seen")" "anthropic-version" "or the provider's other headers"
+
 # the key
 check_exit 78 "no key" env -u ANTHROPIC_API_KEY qb-submit pack.jsonl
 like "$(cat "$T/err")" "ANTHROPIC_API_KEY is not set" "names the variable"
@@ -116,6 +153,9 @@ reset
 script "{\"on\":\"$CREATE\",\"delay\":2.5}"
 check_exit 75 "a create that timed out after it was sent" env QB_HTTP_TIMEOUT=1 qb-submit -l led2.jsonl pack.jsonl
 like "$(cat "$T/err")" "outcome unknown" "its outcome is unknown"
+like "$(cat "$T/err")" "a run with ledger led2.jsonl looks for it (anthropic batches made since about" \
+    "says how a re-run deals with it"
+unlike "$(cat "$T/err")" "qb_sha256" "not OpenAI's metadata"
 sleep 2
 is "$(stat_of '.message_batches_created')" 1 "the create was not sent again"
 check_exit 69 "re-run: a batch not in the ledger may be the file's" qb-submit -l led2.jsonl pack.jsonl
@@ -126,6 +166,27 @@ script "{\"on\":\"$CREATE\",\"close\":true}"
 qb-submit -l led3.jsonl pack.jsonl >/dev/null 2>&1
 check_exit 0 "re-run after a create that made nothing: submitted" qb-submit -l led3.jsonl pack.jsonl
 is "$(jobs led3.jsonl | wc -l | tr -d ' ')" 1 "its job in the ledger"
+reset
+script "{\"on\":\"$CREATE\",\"delay\":2.5}"
+check_exit 75 "without a ledger" env QB_HTTP_TIMEOUT=1 qb-submit pack.jsonl
+like "$(cat "$T/err")" "may exist (anthropic batches made since about" "says when it was made"
+sleep 2
+
+# a batch that ended with no request succeeded: submitted again
+reset
+mkdir bad
+printf '%s\n' \
+    '{"id":"e1","body":{"model":"claude-x","max_tokens":16,"messages":[{"role":"user","content":"x"}],"qb_fake":{"error":"api_error"}}}' \
+    '{"id":"e2","body":{"model":"claude-x","max_tokens":16,"messages":[{"role":"user","content":"y"}],"qb_fake":{"error":"api_error"}}}' >bad.jsonl
+qb-pack -p anthropic -d bad bad.jsonl >badpack.jsonl 2>/dev/null
+qb-submit -l led4.jsonl badpack.jsonl >badjob.jsonl 2>/dev/null
+qb-poll -w --interval 0.1 -d bad badjob.jsonl >badpolled.jsonl 2>/dev/null
+is "$(jqr '[.status,.counts.completed,.counts.failed]|@tsv' badpolled.jsonl)" "$(printf 'ended\t0\t2')" \
+    "every request errored"
+check_exit 0 "re-run with the ledger" qb-submit -v -l led4.jsonl badpack.jsonl
+like "$(cat "$T/err")" "ended with nothing run; submitting again" "submitted again, and -v says why"
+is "$(stat_of '.message_batches_created')" 2 "a second batch made"
+is "$(jobs led4.jsonl | jqr .batch_id | sort -u | wc -l | tr -d ' ')" 2 "a new job line; the old one stays"
 
 # the body is streamed from the file
 reset
