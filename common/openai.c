@@ -130,41 +130,16 @@ oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 	return rc;
 }
 
-/* GET or POST path for a batch object. */
-static int
-batchcall(struct http *h, const char *method, const char *id,
-    const char *suffix, yajl_val *batch)
-{
-	struct http_resp r;
-	struct buf path = BUF_INIT;
-	enum http_class c;
-	int rc = 0;
-
-	*batch = NULL;
-	if (provider_safe_id(h, id) != 0)
-		return QB_EX_DATAERR;
-	buf_printf(&path, "/batches/%s%s", id, suffix);
-	http_resp_init(&r);
-	c = http_json(h, method, path.p, NULL, 0, 0, &r);
-	if (c != HTTP_OK)
-		rc = http_exit(c);
-	else if ((*batch = provider_answer(h, path.p, &r.body, "id")) == NULL)
-		rc = QB_EX_PROTOCOL;
-	http_resp_free(&r);
-	buf_free(&path);
-	return rc;
-}
-
 static int
 oa_get(struct http *h, const char *id, yajl_val *batch)
 {
-	return batchcall(h, "GET", id, "", batch);
+	return provider_batch_call(h, "GET", "/batches", id, "", batch);
 }
 
 static int
 oa_cancel(struct http *h, const char *id, yajl_val *batch)
 {
-	return batchcall(h, "POST", id, "/cancel", batch);
+	return provider_batch_call(h, "POST", "/batches", id, "/cancel", batch);
 }
 
 static int

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "exits.h"
 #include "json.h"
 #include "msg.h"
@@ -168,4 +169,28 @@ provider_conns_free(struct provider_conns *c)
 	for (i = 0; i < c->n; i++)
 		http_free(&c->h[i]);
 	c->n = 0;
+}
+
+int
+provider_batch_call(struct http *h, const char *method, const char *collection,
+    const char *id, const char *suffix, yajl_val *batch)
+{
+	struct http_resp r;
+	struct buf path = BUF_INIT;
+	enum http_class c;
+	int rc = 0;
+
+	*batch = NULL;
+	if (provider_safe_id(h, id) != 0)
+		return QB_EX_DATAERR;
+	buf_printf(&path, "%s/%s%s", collection, id, suffix);
+	http_resp_init(&r);
+	c = http_json(h, method, path.p, NULL, 0, 0, &r);
+	if (c != HTTP_OK)
+		rc = http_exit(c);
+	else if ((*batch = provider_answer(h, path.p, &r.body, "id")) == NULL)
+		rc = QB_EX_PROTOCOL;
+	http_resp_free(&r);
+	buf_free(&path);
+	return rc;
 }

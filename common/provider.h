@@ -107,12 +107,15 @@ struct provider {
 	int	(*job)(yajl_val batch, struct provider_job *j, char *err,
 		    size_t errlen);
 	/*
-	 * Look through the provider's batches, newest first, for one whose
-	 * metadata qb_sha256 is sha256 and whose id known(arg, id) does not
-	 * claim (known may be NULL), stopping at the first batch created
-	 * before since (unix seconds). Returns 0 with *batch the batch
-	 * object (the caller frees it) or NULL when there is none; or a
-	 * QB_EX_* status with the reason in h->err.
+	 * Look through the provider's batches, newest first, for the one a
+	 * lost create of the file with digest sha256 made, skipping ids
+	 * known(arg, id) claims (known may be NULL) and stopping at the
+	 * first batch created before since (unix seconds). OpenAI matches
+	 * metadata qb_sha256; Anthropic batches carry no metadata, so there
+	 * any unclaimed batch of that time is refused as ambiguous (see
+	 * anthropic.c). Returns 0 with *batch the batch object (the caller
+	 * frees it) or NULL when there is none; or a QB_EX_* status with the
+	 * reason in h->err.
 	 */
 	int	(*find)(struct http *h, const char *sha256, long long since,
 		    int (*known)(void *arg, const char *id), void *arg,
@@ -174,6 +177,18 @@ yajl_val provider_answer(struct http *h, const char *what,
  * and '.' (1 to 256 of them), else -1 with the reason in h->err.
  */
 int provider_safe_id(struct http *h, const char *id);
+
+/*
+ * METHOD COLLECTION/ID SUFFIX (COLLECTION "/batches" or
+ * "/v1/messages/batches", SUFFIX "" or "/cancel") answered by a batch
+ * object with an "id": *batch is that object (the caller frees it with
+ * yajl_tree_free). Returns 0 or a QB_EX_* status (reason in h->err):
+ * QB_EX_DATAERR for an id unfit for a path, QB_EX_PROTOCOL for an answer
+ * that is not a batch.
+ */
+int provider_batch_call(struct http *h, const char *method,
+    const char *collection, const char *id, const char *suffix,
+    yajl_val *batch);
 
 /* Format unix time t (seconds) as RFC 3339 UTC into out (at least 21 bytes). */
 void provider_time(long long t, char *out, size_t outlen);
