@@ -40,7 +40,7 @@ static const char help[] =
     "  -e, --endpoint PATH    endpoint for items that name none (default\n"
     "                         /v1/chat/completions; anthropic: /v1/messages)\n"
     "  -n, --max-requests N   split files at N requests (default: provider cap)\n"
-    "  -p, --provider NAME    openai (default) or anthropic\n"
+    "  -p, --provider NAME    openai (default), azure or anthropic\n"
     "      --strict           stop at the first bad line (exit 65)\n"
     "  -h, -V, -v, -q         help, version, verbose, quiet\n";
 

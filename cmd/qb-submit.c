@@ -289,7 +289,8 @@ lost(struct run *r, const struct provider *p, const char *file,
 	char how[160], now[32];
 
 	provider_time(time(NULL), now, sizeof(now));
-	if (strcmp(p->name, "openai") == 0)	/* only its batches carry sha */
+	/* OpenAI-style batches (openai, azure) carry the digest in metadata. */
+	if (p->line_format == PROVIDER_LINE_OPENAI)
 		snprintf(how, sizeof(how), "metadata qb_sha256 %s", sha);
 	else
 		snprintf(how, sizeof(how), "%s batches made since about %s",

@@ -15,6 +15,7 @@
 #include "exits.h"
 #include "json.h"
 #include "jout.h"
+#include "openai.h"
 #include "provider.h"
 #include "rfc3339.h"
 #include "xmem.h"
@@ -32,6 +33,15 @@ hdr(const char *prefix, const char *value)
 
 	buf_printf(&b, "%s%s", prefix, value);
 	return b.p;
+}
+
+/* Put query q (NULL or "": none) on the path in b. */
+static void
+qpath(struct buf *b, const char *q)
+{
+	if (q != NULL && *q != '\0')
+		buf_printf(b, "%c%s",
+		    b->p != NULL && strchr(b->p, '?') != NULL ? '&' : '?', q);
 }
 
 /* Authorization, plus organisation and project when set (§1.1). */
@@ -52,9 +62,9 @@ oa_auth(const char *key, char **hdrs, int n)
 	return i;
 }
 
-static int
-oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
-    int *unknown)
+int
+oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
+    int *unknown, const char *q)
 {
 	static const char *const fields[] = { "purpose", "batch", NULL };
 	struct http_resp r;
@@ -70,12 +80,16 @@ oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 	*batch = NULL;
 	*unknown = 0;
 	http_resp_init(&r);
-	if ((c = http_upload(h, "/files", fields, s->path, &r)) != HTTP_OK) {
+	buf_puts(&path, "/files");
+	qpath(&path, q);
+	if ((c = http_upload(h, path.p, fields, s->path, &r)) != HTTP_OK) {
 		http_resp_free(&r);
+		buf_free(&path);
 		return http_exit(c);
 	}
 	if ((f = provider_answer(h, "POST /files", &r.body, "id")) == NULL) {
 		http_resp_free(&r);
+		buf_free(&path);
 		return QB_EX_PROTOCOL;
 	}
 	fid = json_str(f, "id");
@@ -101,7 +115,10 @@ oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 	jout_close(g);
 	jout_close(g);
 	yajl_gen_get_buf(g, &body, &blen);
-	c = http_json(h, "POST", "/batches", (const char *)body, blen, 1, &r);
+	buf_reset(&path);
+	buf_puts(&path, "/batches");
+	qpath(&path, q);
+	c = http_json(h, "POST", path.p, (const char *)body, blen, 1, &r);
 	yajl_gen_free(g);
 	if (c != HTTP_OK) {
 		*unknown = r.unknown;
@@ -112,7 +129,9 @@ oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 			long st = h->status;
 
 			memcpy(err, h->err, sizeof(err));
+			buf_reset(&path);
 			buf_printf(&path, "/files/%s", fid);
+			qpath(&path, q);
 			if (provider_safe_id(h, fid) == 0)
 				http_json(h, "DELETE", path.p, NULL, 0, 0, &r);
 			memcpy(h->err, err, sizeof(err));
@@ -130,20 +149,36 @@ oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 	return rc;
 }
 
+/* GET or POST /batches/id suffix, with query q. */
 static int
-oa_get(struct http *h, const char *id, yajl_val *batch)
+oa_call(struct http *h, const char *method, const char *id,
+    const char *suffix, yajl_val *batch, const char *q)
 {
-	return provider_batch_call(h, "GET", "/batches", id, "", batch);
+	struct buf sfx = BUF_INIT;
+	int rc;
+
+	buf_puts(&sfx, suffix);
+	qpath(&sfx, q);
+	rc = provider_batch_call(h, method, "/batches", id,
+	    sfx.p != NULL ? sfx.p : "", batch);
+	buf_free(&sfx);
+	return rc;
 }
 
-static int
-oa_cancel(struct http *h, const char *id, yajl_val *batch)
+int
+oa_get_q(struct http *h, const char *id, yajl_val *batch, const char *q)
 {
-	return provider_batch_call(h, "POST", "/batches", id, "/cancel", batch);
+	return oa_call(h, "GET", id, "", batch, q);
 }
 
-static int
-oa_fetch(struct http *h, const char *ref, FILE *out)
+int
+oa_cancel_q(struct http *h, const char *id, yajl_val *batch, const char *q)
+{
+	return oa_call(h, "POST", id, "/cancel", batch, q);
+}
+
+int
+oa_fetch_q(struct http *h, const char *ref, FILE *out, const char *q)
 {
 	struct http_resp r;
 	struct buf path = BUF_INIT;
@@ -153,6 +188,7 @@ oa_fetch(struct http *h, const char *ref, FILE *out)
 	if (provider_safe_id(h, ref) != 0)
 		return QB_EX_DATAERR;
 	buf_printf(&path, "/files/%s/content", ref);
+	qpath(&path, q);
 	http_resp_init(&r);
 	c = http_download(h, path.p, out, &r);
 	rc = c != HTTP_OK && r.cc == CURLE_WRITE_ERROR ? QB_EX_IOERR :
@@ -205,7 +241,7 @@ btime(yajl_val b, const char *key, long long *t, char *str, size_t n)
 	return 0;
 }
 
-static int
+int
 oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 {
 	const char *const *s;
@@ -261,9 +297,10 @@ oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
  * item's id, until has_more is false. The API lists the newest first, so
  * the first batch created before since ends the search.
  */
-static int
-oa_find(struct http *h, const char *sha256, long long since,
-    int (*known)(void *, const char *), void *arg, yajl_val *batch)
+int
+oa_find_q(struct http *h, const char *sha256, long long since,
+    int (*known)(void *, const char *), void *arg, yajl_val *batch,
+    const char *q)
 {
 	struct http_resp r;
 	struct buf path = BUF_INIT;
@@ -282,6 +319,7 @@ oa_find(struct http *h, const char *sha256, long long since,
 		buf_printf(&path, "/batches?limit=%d", LIST_LIMIT);
 		if (after != NULL)
 			buf_printf(&path, "&after=%s", after);
+		qpath(&path, q);
 		if ((c = http_json(h, "GET", path.p, NULL, 0, 0, &r)) != HTTP_OK) {
 			rc = http_exit(c);
 			break;
@@ -330,6 +368,38 @@ oa_find(struct http *h, const char *sha256, long long since,
 	buf_free(&path);
 	http_resp_free(&r);
 	return rc;
+}
+
+static int
+oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
+    int *unknown)
+{
+	return oa_submit_q(h, s, batch, unknown, NULL);
+}
+
+static int
+oa_get(struct http *h, const char *id, yajl_val *batch)
+{
+	return oa_get_q(h, id, batch, NULL);
+}
+
+static int
+oa_cancel(struct http *h, const char *id, yajl_val *batch)
+{
+	return oa_cancel_q(h, id, batch, NULL);
+}
+
+static int
+oa_fetch(struct http *h, const char *ref, FILE *out)
+{
+	return oa_fetch_q(h, ref, out, NULL);
+}
+
+static int
+oa_find(struct http *h, const char *sha256, long long since,
+    int (*known)(void *, const char *), void *arg, yajl_val *batch)
+{
+	return oa_find_q(h, sha256, since, known, arg, batch, NULL);
 }
 
 const struct provider provider_openai = {

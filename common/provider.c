@@ -18,10 +18,12 @@
 
 extern const struct provider provider_openai;	/* openai.c */
 extern const struct provider provider_anthropic;	/* anthropic.c */
+extern const struct provider provider_azure;	/* azure.c */
 
 static const struct provider *const providers[] = {
 	&provider_openai,
 	&provider_anthropic,
+	&provider_azure,
 };
 
 const struct provider *
@@ -79,6 +81,9 @@ provider_open(const struct provider *p, struct http *h, const char *base,
 		base = getenv(p->base_env);
 	if (base == NULL || *base == '\0')
 		base = p->base_default;
+	if (base == NULL)	/* no default host (Azure: one per resource) */
+		qb_die(QB_EX_CONFIG, "%s is not set and --base-url not given",
+		    p->base_env);
 	if (keyfile != NULL)
 		key = readkey(keyfile);
 	else if ((s = getenv(p->key_env)) != NULL && *s != '\0')
