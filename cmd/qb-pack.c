@@ -69,6 +69,7 @@ struct group {
 	long long	 requests;
 	long long	 bytes;
 	long long	 inputs;	/* embedding inputs, where the provider caps them */
+	long long	 tokens;	/* estimated prompt tokens (body_tokens) */
 	unsigned long	 used;		/* packer tick of its last line */
 };
 
@@ -119,7 +120,7 @@ group_start(struct packer *pk, struct group *g)
 	buf_free(&path);
 	g->open = 1;
 	pk->nopen++;
-	g->requests = g->bytes = g->inputs = 0;
+	g->requests = g->bytes = g->inputs = g->tokens = 0;
 }
 
 /* Close the group's file: fsync, rename to its content name, print the pack record. */
@@ -151,6 +152,7 @@ group_finish(struct packer *pk, struct group *g)
 	jout_kstr(y, "model", g->model);
 	jout_kint(y, "requests", g->requests);
 	jout_kint(y, "bytes", g->bytes);
+	jout_kint(y, "tokens", g->tokens);
 	jout_kstr(y, "sha256", hex);
 	jout_close(y);
 	/* A pack record is handed on as soon as its file is complete. */
@@ -201,6 +203,54 @@ bad(struct packer *pk, struct jsonl_reader *r, const char *fmt, const char *a,
 	qb_lwarn(r->name, r->lineno, "%s", msg);
 	pk->nbad++;
 	return -1;
+}
+
+/*
+ * Estimated prompt tokens of one request body, the len bytes at p (valid
+ * JSON, as json_scan checked): ceil(c / 4), c the characters of all its
+ * string values, keys not counted, as the enqueued-token limit counts
+ * them (PROVIDERS.md 1.10; tests/fake/README). A character is a code
+ * point: an escape counts one, a surrogate pair one, UTF-8 bytes
+ * 10xxxxxx none. A string is a key when ':' follows it.
+ */
+static long long
+body_tokens(const char *p, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)p, *e = s + len, *q;
+	long long c = 0, n;
+	int hi;
+
+	while (s < e) {
+		if (*s++ != '"')
+			continue;
+		for (n = 0, hi = 0; s < e && *s != '"'; n++) {
+			if (*s == '\\') {
+				if (s + 1 < e && s[1] == 'u' && s + 5 < e) {
+					/* \uDC00-\uDFFF after a high half: one character */
+					if (hi && (s[2] | 0x20) == 'd' &&
+					    strchr("cdefCDEF", s[3]) != NULL)
+						n--;
+					hi = (s[2] | 0x20) == 'd' &&
+					    strchr("89abAB", s[3]) != NULL;
+					s += 6;
+				} else {
+					hi = 0;
+					s += 2;
+				}
+				continue;
+			}
+			hi = 0;
+			for (s++; s < e && (*s & 0xc0) == 0x80; s++)
+				;
+		}
+		s++;			/* the closing quote */
+		for (q = s; q < e && (*q == ' ' || *q == '\t' || *q == '\n' ||
+		    *q == '\r'); q++)
+			;
+		if (q >= e || *q != ':')
+			c += n;
+	}
+	return (c + 3) / 4;
 }
 
 /* The members qb-pack reads; each must appear once. */
@@ -358,6 +408,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	g->requests++;
 	g->bytes += (long long)n + 1;
 	g->inputs += ninputs;
+	g->tokens += body_tokens(line + s->span[ibody].off, s->span[ibody].len);
 	yajl_gen_clear(pk->gen);
 	yajl_gen_reset(pk->gen, NULL);
 	return 0;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "exits.h"
 #include "http.h"
@@ -30,15 +31,18 @@
 #include "jsonl.h"
 #include "ledger.h"
 #include "msg.h"
+#include "num.h"
 #include "opt.h"
 #include "provider.h"
+#include "qtime.h"
 #include "rfc3339.h"
 #include "sha256.h"
 #include "xmem.h"
 
 static const char usage[] =
     "[-hqVv] [--strict] [--base-url url] [--key-file file] [-l ledger]\n"
-    "       [-p provider] [file ...]";
+    "       [-p provider] [--token-budget tokens] [--wait-budget seconds]\n"
+    "       [file ...]";
 static const char help[] =
     "      --base-url URL     the provider's API base URL (default from\n"
     "                         OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the\n"
@@ -48,13 +52,26 @@ static const char help[] =
     "  -p, --provider NAME    submit to NAME (default: the record's provider,\n"
     "                         else openai)\n"
     "      --strict           stop at the first bad line (exit 65)\n"
+    "      --token-budget N   hold a file whose \"tokens\" would take a\n"
+    "                         model's unfinished batches past N (exit 75)\n"
+    "      --wait-budget S    wait up to S seconds for room instead\n"
     "  -h, -V, -v, -q         help, version, verbose, quiet\n";
 
-enum { OPT_BASE = 256, OPT_KEY, OPT_STRICT };
+enum { OPT_BASE = 256, OPT_KEY, OPT_STRICT, OPT_BUDGET, OPT_WAIT };
 
 struct opts {
 	const char	*base, *keyfile, *ledger, *prov;
 	int		 strict;
+	long long	 budget;	/* enqueued tokens per model, 0 for none */
+	double		 wait;		/* seconds to wait for room */
+};
+
+/* A batch that may hold enqueued tokens (--token-budget). */
+struct bjob {
+	char		*provider, *model;	/* owned */
+	long long	 tokens;
+	int		 ended;
+	unsigned	 seen;		/* round in which the provider last said */
 };
 
 struct run {
@@ -67,6 +84,11 @@ struct run {
 	unsigned long	 nsub, nadopt, nskip, nrep, nrej, nnot;
 	int		 stop;		/* exit status that ended submitting, or 0 */
 	int		 refused;	/* the provider refused a file for good */
+	struct idmap	 bids;		/* batch ids of bj */
+	struct bjob	*bj;
+	unsigned	 round;		/* bumped before each wait */
+	double		 deadline;	/* of --wait-budget */
+	unsigned long	 nheld;
 };
 
 static int
@@ -303,6 +325,125 @@ lost(struct run *r, const struct provider *p, const char *file,
 		    "submitting again", file, how);
 }
 
+/* Note batch id of a job record (a ledger line or one just made). */
+static void
+bjob_add(struct run *r, const char *id, const char *prov, const char *model,
+    long long tokens, int ended)
+{
+	struct bjob *b;
+	size_t i;
+	int isnew;
+
+	i = idmap_put(&r->bids, id, strlen(id), &isnew);
+	if (isnew) {
+		if ((i & (i - 1)) == 0)
+			r->bj = xreallocarray(r->bj, i ? i * 2 : 1, sizeof(*r->bj));
+		b = &r->bj[i];
+		b->provider = xstrdup(prov);
+		b->model = xstrdup(model);
+		b->ended = 0;
+		b->seen = (unsigned)-1;
+	} else
+		b = &r->bj[i];
+	b->tokens = tokens;
+	b->ended |= ended;
+}
+
+/* The ledger's jobs that carry "tokens" (qb-pack's estimate), as
+ * ledger_refresh reads them. */
+static void
+bjob_note(void *arg, yajl_val v)
+{
+	struct run *r = arg;
+	const char *id, *prov, *model;
+	long long tok;
+
+	if ((id = json_str(v, "batch_id")) != NULL &&
+	    (prov = json_str(v, "provider")) != NULL &&
+	    (model = json_str(v, "model")) != NULL &&
+	    json_int(v, "tokens", &tok) == 0)
+		bjob_add(r, id, prov, model, tok, json_true(v, "ended"));
+}
+
+/*
+ * Tokens of model that p's batches not known to have ended hold; the
+ * provider is asked once a round about each batch whose record says it
+ * has not ended. A batch it cannot tell about counts as holding them.
+ */
+static long long
+enqueued(struct run *r, const struct provider *p, const char *model)
+{
+	struct provider_job pj;
+	struct bjob *b;
+	struct http *h;
+	yajl_val batch;
+	char err[256];
+	long long sum = 0;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < r->bids.n; i++) {
+		b = &r->bj[i];
+		if (b->ended || strcmp(b->model, model) != 0 ||
+		    strcmp(b->provider, p->name) != 0)
+			continue;
+		if (b->seen != r->round && p->get != NULL) {
+			b->seen = r->round;
+			h = conn(r, p);
+			if ((rc = p->get(h, idmap_key(&r->bids, i), &batch)) != 0) {
+				qb_note(1, "batch %s: %s", idmap_key(&r->bids, i),
+				    h->err);
+				if (h->status == 404)
+					b->ended = 1;	/* gone: holds nothing */
+			} else {
+				if (p->job(batch, &pj, err, sizeof(err)) == 0)
+					b->ended = pj.ended;
+				yajl_tree_free(batch);
+			}
+		}
+		if (!b->ended)
+			sum += b->tokens;
+	}
+	return sum;
+}
+
+/*
+ * Whether a file of tokens fits model's budget now, waiting for room up
+ * to the --wait-budget deadline. Returns 1 to submit, 0 when held.
+ */
+static int
+room(struct run *r, struct jsonl_reader *rd, const struct provider *p,
+    const char *file, const char *model, long long tokens)
+{
+	long long enq, budget = r->o->budget;
+	double nap = 1;
+	struct timespec ts;
+
+	if (tokens > budget) {
+		qb_lwarn(rd->name, rd->lineno, "%s: %lld tokens for %s pass the "
+		    "budget %lld on their own; submitted anyway", file, tokens,
+		    model, budget);
+		return 1;
+	}
+	while ((enq = enqueued(r, p, model)) + tokens > budget) {
+		if (qtime_mono() + nap > r->deadline) {
+			qb_lwarn(rd->name, rd->lineno, "%s: held: %lld tokens for "
+			    "%s would pass the budget %lld (%lld enqueued)", file,
+			    tokens, model, budget, enq);
+			r->nheld++;
+			return 0;
+		}
+		qb_note(1, "%s: waiting %g s for room for %lld tokens for %s "
+		    "(%lld enqueued)", file, nap, tokens, model, enq);
+		ts.tv_sec = (time_t)nap;
+		ts.tv_nsec = 0;
+		nanosleep(&ts, NULL);
+		nap = nap * 2 > 30 ? 30 : nap * 2;
+		r->round++;
+	}
+	return 1;
+}
+
 static void
 submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 {
@@ -311,8 +452,9 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	const struct provider *p;
 	struct http *h;
 	yajl_val batch;
-	const char *file, *sha, *bid, *at;
+	const char *file, *sha, *bid, *at, *model;
 	char hex[65], err[256];
+	long long tokens = -1;
 	int rc, unknown, isnew;
 
 	if ((p = check(r, rd, rec)) == NULL) {
@@ -355,6 +497,12 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 		r->nrej++;
 		return;
 	}
+	model = json_str(rec, "model");
+	if (json_int(rec, "tokens", &tokens) != 0)
+		tokens = -1;
+	if (r->o->budget > 0 && tokens >= 0 && model != NULL &&
+	    !room(r, rd, p, file, model, tokens))
+		return;
 	h = conn(r, p);
 	/* Recorded before the create, so that its batch can be found. */
 	if (r->useled && (rc = ledger_intend(&r->led, sha, file,
@@ -395,6 +543,8 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	qb_note(1, "%s: %s %s", file, pj.id, pj.status);
 	idmap_put(&r->done, sha, 64, &isnew);
 	r->nsub++;
+	if (tokens >= 0 && model != NULL)
+		bjob_add(r, pj.id, p->name, model, tokens, pj.ended);
 	if ((rc = record(r, rec, p, &pj, sha)) != 0)
 		r->stop = rc;
 	yajl_tree_free(batch);
@@ -413,6 +563,9 @@ summary(const struct run *r)
 	if (!r->useled || r->nrep > 0)
 		buf_printf(&b, ", %lu skipped (repeated in this run)", r->nrep);
 	buf_printf(&b, ", %lu rejected", r->nrej);
+	if (r->nheld > 0)
+		buf_printf(&b, ", %lu held (over the token budget; re-run "
+		    "later)", r->nheld);
 	if (r->nnot > 0)
 		buf_printf(&b, ", %lu not submitted (re-run with the same "
 		    "input%s)", r->nnot, r->useled ? " and ledger" : "");
@@ -429,6 +582,8 @@ main(int argc, char *argv[])
 		{ "ledger", required_argument, NULL, 'l' },
 		{ "provider", required_argument, NULL, 'p' },
 		{ "strict", no_argument, NULL, OPT_STRICT },
+		{ "token-budget", required_argument, NULL, OPT_BUDGET },
+		{ "wait-budget", required_argument, NULL, OPT_WAIT },
 		QB_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -438,11 +593,18 @@ main(int argc, char *argv[])
 	struct run r;
 	yajl_val rec;
 	char **files, *line;
+	const char *errstr, *env;
 	size_t len;
 	int ch, i, rc = QB_EX_OK;
 
 	qb_setprog(argv[0]);
 	memset(&o, 0, sizeof(o));
+	if ((env = getenv("QB_TOKEN_BUDGET")) != NULL && *env != '\0') {
+		o.budget = qb_strtonum(env, 0, 1LL << 50, &errstr);
+		if (errstr != NULL)
+			qb_die(QB_EX_CONFIG, "QB_TOKEN_BUDGET \"%s\" is %s", env,
+			    errstr);
+	}
 	while ((ch = getopt_long(argc, argv, "hl:p:qVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
@@ -463,6 +625,18 @@ main(int argc, char *argv[])
 		case OPT_STRICT:
 			o.strict = 1;
 			break;
+		case OPT_BUDGET:
+			o.budget = qb_strtonum(optarg, 0, 1LL << 50, &errstr);
+			if (errstr != NULL)
+				qb_die(QB_EX_USAGE, "--token-budget %s: %s", optarg,
+				    errstr);
+			break;
+		case OPT_WAIT:
+			o.wait = qb_parse_seconds(optarg, &errstr);
+			if (errstr != NULL)
+				qb_die(QB_EX_USAGE, "--wait-budget %s: %s", optarg,
+				    errstr);
+			break;
 		default:
 			qb_common_opt(ch, usage, help);
 		}
@@ -482,10 +656,16 @@ main(int argc, char *argv[])
 	r.conns.keyfile = o.keyfile;
 	r.g = jout_new();
 	idmap_init(&r.done);
+	idmap_init(&r.bids);
+	r.deadline = qtime_mono() + o.wait;
 	if (o.ledger != NULL) {
 		/* Made, locked and read before anything is uploaded. */
 		ledger_init(&r.led, o.ledger);
 		r.useled = 1;
+		if (o.budget > 0) {
+			r.led.each = bjob_note;
+			r.led.each_arg = &r;
+		}
 		if ((rc = ledger_start(&r.led, "submit", 1)) != 0 ||
 		    (rc = ledger_refresh(&r.led)) != 0)
 			exit(rc);
@@ -524,6 +704,12 @@ main(int argc, char *argv[])
 	if (r.useled)
 		ledger_free(&r.led);
 	idmap_free(&r.done);
+	for (i = 0; i < (int)r.bids.n; i++) {
+		free(r.bj[i].provider);
+		free(r.bj[i].model);
+	}
+	free(r.bj);
+	idmap_free(&r.bids);
 	yajl_gen_free(r.g);
 	qb_close_stdout();
 	if (r.stop)
@@ -532,5 +718,7 @@ main(int argc, char *argv[])
 		return QB_EX_UNAVAILABLE;
 	if (rc != QB_EX_OK)
 		return rc;
+	if (r.nheld > 0)
+		return QB_EX_TEMPFAIL;
 	return r.nrej > 0 ? QB_EX_PARTIAL : QB_EX_OK;
 }
