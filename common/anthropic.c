@@ -338,7 +338,7 @@ an_find(struct http *h, const char *sha256, long long since,
 			break;
 		}
 		yajl_tree_free(page);
-		page = r.body.len > 0 ? yajl_tree_parse(r.body.p, NULL, 0) : NULL;
+		page = r.body.len > 0 ? json_tree0(r.body.p) : NULL;
 		if (!YAJL_IS_ARRAY(data = json_get(page, "data"))) {
 			snprintf(h->err, sizeof(h->err), "GET " BATCHES ": answer "
 			    "is not a list");

@@ -648,7 +648,7 @@ describe(struct http *h, const struct req *q, const struct http_resp *r,
 		 * cutting an upload short), is reported by the answer.
 		 */
 		if (r->body.len > 0 && r->body.len < 65536)
-			v = yajl_tree_parse(r->body.p, NULL, 0);
+			v = json_tree0(r->body.p);
 		e = json_get(v, "error");
 		if ((m = json_str(e, "message")) == NULL)
 			m = json_str(v, "message");

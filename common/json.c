@@ -421,6 +421,14 @@ json_tree(const char *text, char *err, size_t errlen)
 	return v;
 }
 
+yajl_val
+json_tree0(const char *text)
+{
+	char err[256];
+
+	return json_tree(text, err, sizeof(err));
+}
+
 int
 json_find(const struct json_scan *s, int parent, const char *key)
 {

@@ -32,6 +32,8 @@ int json_true(yajl_val obj, const char *key);
  * caller frees with yajl_tree_free, or NULL with a one-line reason in err.
  */
 yajl_val json_tree(const char *text, char *err, size_t errlen);
+/* json_tree where the caller has its own message: NULL on any failure. */
+yajl_val json_tree0(const char *text);
 /* Deepest nesting of the len bytes at p (strings skipped), for JSON text. */
 int json_depth(const char *p, size_t len);
 

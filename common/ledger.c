@@ -262,6 +262,7 @@ nextline(FILE *fp, char **line, size_t *cap, unsigned long *lineno)
 int
 ledger_refresh(struct ledger *l)
 {
+	char err[256];
 	struct stat st;
 	char *line = NULL;
 	size_t cap = 0;
@@ -287,15 +288,18 @@ ledger_refresh(struct ledger *l)
 		return QB_EX_IOERR;
 	}
 	while (nextline(fp, &line, &cap, &l->lineno) >= 0) {
-		v = yajl_tree_parse(line, NULL, 0);
+		v = json_tree(line, err, sizeof(err));
 		if (YAJL_IS_OBJECT(v) && json_str(v, "intent") != NULL)
 			remember(l, json_str(v, "intent"), NULL,
 			    json_str(v, "at") != NULL ? json_str(v, "at") : "");
-		else if (YAJL_IS_OBJECT(v))
+		else if (YAJL_IS_OBJECT(v)) {
 			remember(l, json_str(v, "sha256"), json_str(v, "batch_id"),
 			    NULL);
-		else
-			qb_lwarn(l->path, l->lineno, "not a JSON object; ignored");
+			if (l->each != NULL)
+				l->each(l->each_arg, v);
+		} else
+			qb_lwarn(l->path, l->lineno, "%s; ignored",
+			    v == NULL ? err : "not a JSON object");
 		yajl_tree_free(v);
 	}
 	rc = ferror(fp) ? QB_EX_IOERR : 0;
@@ -444,7 +448,7 @@ ledger_rewrite(struct ledger *l, ledger_fn fn, void *arg)
 	}
 	rc = 0;
 	while (rc == 0 && (n = nextline(fp, &line, &cap, &lineno)) >= 0) {
-		v = yajl_tree_parse(line, NULL, 0);
+		v = json_tree0(line);
 		if (!YAJL_IS_OBJECT(v)) {
 			yajl_tree_free(v);
 			v = NULL;

@@ -33,6 +33,10 @@ struct ledger {
 	char		**intent;	/* "at" of its intent with no job after it, or NULL; owned */
 	struct idmap	 ids;		/* every batch_id seen */
 	int		 runfd;		/* the run lock (ledger_runlock), or -1 */
+	/* If set, ledger_refresh also hands each job record it reads (not
+	   intents) to each(each_arg, job); the tree is freed after. */
+	void		(*each)(void *arg, yajl_val job);
+	void		*each_arg;
 };
 
 /* Lock modes for ledger_lock. */

@@ -325,7 +325,7 @@ oa_find_q(struct http *h, const char *sha256, long long since,
 			break;
 		}
 		yajl_tree_free(page);
-		page = r.body.len > 0 ? yajl_tree_parse(r.body.p, NULL, 0) : NULL;
+		page = r.body.len > 0 ? json_tree0(r.body.p) : NULL;
 		data = json_get(page, "data");
 		if (!YAJL_IS_ARRAY(data)) {
 			snprintf(h->err, sizeof(h->err), "GET /batches: answer "

@@ -111,7 +111,7 @@ provider_answer(struct http *h, const char *what, const struct buf *body,
 	yajl_val v = NULL;
 
 	if (body->len > 0)
-		v = yajl_tree_parse(body->p, NULL, 0);
+		v = json_tree0(body->p);
 	if (!YAJL_IS_OBJECT(v) || json_str(v, need) == NULL) {
 		snprintf(h->err, sizeof(h->err),
 		    "%s: answer is not a JSON object with a \"%s\" string",

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "exits.h"
+#include "json.h"
 #include "jout.h"
 #include "jsonl.h"
 #include "msg.h"
@@ -185,7 +186,7 @@ facts(const struct reqindex *ri, const char *line, size_t len,
 		f->flags |= extras(ri, line, len, f->x);
 		return;
 	}
-	if ((*tree = v = yajl_tree_parse(line, NULL, 0)) == NULL)
+	if ((*tree = v = json_tree0(line)) == NULL)
 		return;
 	if ((id = json_get(v, "custom_id")) == NULL)
 		id = json_get(v, "id");
@@ -466,7 +467,7 @@ emit_tree(struct reqindex *ri, const struct req *q, const char *line,
 	size_t i;
 	int haveep = 0;
 
-	if ((v = yajl_tree_parse(line, NULL, 0)) == NULL)
+	if ((v = json_tree0(line)) == NULL)
 		changed(ri, q, NULL);
 	for (i = 0; i < v->u.object.len; i++) {
 		key = v->u.object.keys[i];
