@@ -223,25 +223,26 @@ body_tokens(const char *p, size_t len)
 	while (s < e) {
 		if (*s++ != '"')
 			continue;
-		for (n = 0, hi = 0; s < e && *s != '"'; n++) {
-			if (*s == '\\') {
-				if (s + 1 < e && s[1] == 'u' && s + 5 < e) {
-					/* \uDC00-\uDFFF after a high half: one character */
-					if (hi && (s[2] | 0x20) == 'd' &&
-					    strchr("cdefCDEF", s[3]) != NULL)
-						n--;
-					hi = (s[2] | 0x20) == 'd' &&
-					    strchr("89abAB", s[3]) != NULL;
-					s += 6;
-				} else {
-					hi = 0;
-					s += 2;
-				}
+		for (n = 0, hi = 0; s < e && *s != '"'; ) {
+			if (*s != '\\') {
+				/* Count characters: every byte but UTF-8 continuations. */
+				n += (*s++ & 0xc0) != 0x80;
+				hi = 0;
 				continue;
 			}
-			hi = 0;
-			for (s++; s < e && (*s & 0xc0) == 0x80; s++)
-				;
+			n++;
+			if (s + 5 < e && s[1] == 'u') {
+				/* \uDC00-\uDFFF after a high half: one character */
+				if (hi && (s[2] | 0x20) == 'd' &&
+				    strchr("cdefCDEF", s[3]) != NULL)
+					n--;
+				hi = (s[2] | 0x20) == 'd' &&
+				    strchr("89abAB", s[3]) != NULL;
+				s += 6;
+			} else {
+				hi = 0;
+				s += 2;
+			}
 		}
 		s++;			/* the closing quote */
 		for (q = s; q < e && (*q == ' ' || *q == '\t' || *q == '\n' ||
