@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +214,36 @@ bad(struct packer *pk, struct jsonl_reader *r, const char *fmt, const char *a,
  * point: an escape counts one, a surrogate pair one, UTF-8 bytes
  * 10xxxxxx none. A string is a key when ':' follows it.
  */
+/* The end of the run of plain string bytes at s: the next '"' or '\\'. */
+static const unsigned char *
+span_end(const unsigned char *s, const unsigned char *e)
+{
+	const unsigned char *q = memchr(s, '"', (size_t)(e - s)), *b;
+
+	if (q == NULL)
+		q = e;
+	b = memchr(s, '\\', (size_t)(q - s));
+	return b != NULL ? b : q;
+}
+
+/* Characters in the UTF-8 bytes [s, e): all bytes but continuations
+ * (10xxxxxx), counted eight at a time. */
+static long long
+chars(const unsigned char *s, const unsigned char *e)
+{
+	const uint64_t hi = 0x8080808080808080ULL;
+	long long n = e - s;
+	uint64_t w;
+
+	for (; e - s >= 8; s += 8) {
+		memcpy(&w, s, 8);
+		n -= __builtin_popcountll(w & ~(w << 1) & hi);
+	}
+	for (; s < e; s++)
+		n -= (*s & 0xc0) == 0x80;
+	return n;
+}
+
 static long long
 body_tokens(const char *p, size_t len)
 {
@@ -225,8 +256,9 @@ body_tokens(const char *p, size_t len)
 			continue;
 		for (n = 0, hi = 0; s < e && *s != '"'; ) {
 			if (*s != '\\') {
-				/* Count characters: every byte but UTF-8 continuations. */
-				n += (*s++ & 0xc0) != 0x80;
+				q = span_end(s, e);
+				n += chars(s, q);
+				s = q;
 				hi = 0;
 				continue;
 			}
