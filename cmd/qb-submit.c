@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "exits.h"
 #include "http.h"
 #include "idmap.h"
@@ -66,14 +67,6 @@ struct opts {
 	double		 wait;		/* seconds to wait for room */
 };
 
-/* A batch that may hold enqueued tokens (--token-budget). */
-struct bjob {
-	char		*provider, *model;	/* owned */
-	long long	 tokens;
-	int		 ended;
-	unsigned	 seen;		/* round in which the provider last said */
-};
-
 struct run {
 	const struct opts *o;
 	struct provider_conns conns;
@@ -84,9 +77,7 @@ struct run {
 	unsigned long	 nsub, nadopt, nskip, nrep, nrej, nnot;
 	int		 stop;		/* exit status that ended submitting, or 0 */
 	int		 refused;	/* the provider refused a file for good */
-	struct idmap	 bids;		/* batch ids of bj */
-	struct bjob	*bj;
-	unsigned	 round;		/* bumped before each wait */
+	struct budget	 bud;		/* --token-budget */
 	double		 deadline;	/* of --wait-budget */
 	unsigned long	 nheld;
 };
@@ -325,88 +316,6 @@ lost(struct run *r, const struct provider *p, const char *file,
 		    "submitting again", file, how);
 }
 
-/* Note batch id of a job record (a ledger line or one just made). */
-static void
-bjob_add(struct run *r, const char *id, const char *prov, const char *model,
-    long long tokens, int ended)
-{
-	struct bjob *b;
-	size_t i;
-	int isnew;
-
-	i = idmap_put(&r->bids, id, strlen(id), &isnew);
-	if (isnew) {
-		if ((i & (i - 1)) == 0)
-			r->bj = xreallocarray(r->bj, i ? i * 2 : 1, sizeof(*r->bj));
-		b = &r->bj[i];
-		b->provider = xstrdup(prov);
-		b->model = xstrdup(model);
-		b->ended = 0;
-		b->seen = (unsigned)-1;
-	} else
-		b = &r->bj[i];
-	b->tokens = tokens;
-	b->ended |= ended;
-}
-
-/* The ledger's jobs that carry "tokens" (qb-pack's estimate), as
- * ledger_refresh reads them. */
-static void
-bjob_note(void *arg, yajl_val v)
-{
-	struct run *r = arg;
-	const char *id, *prov, *model;
-	long long tok;
-
-	if ((id = json_str(v, "batch_id")) != NULL &&
-	    (prov = json_str(v, "provider")) != NULL &&
-	    (model = json_str(v, "model")) != NULL &&
-	    json_int(v, "tokens", &tok) == 0)
-		bjob_add(r, id, prov, model, tok, json_true(v, "ended"));
-}
-
-/*
- * Tokens of model that p's batches not known to have ended hold; the
- * provider is asked once a round about each batch whose record says it
- * has not ended. A batch it cannot tell about counts as holding them.
- */
-static long long
-enqueued(struct run *r, const struct provider *p, const char *model)
-{
-	struct provider_job pj;
-	struct bjob *b;
-	struct http *h;
-	yajl_val batch;
-	char err[256];
-	long long sum = 0;
-	size_t i;
-	int rc;
-
-	for (i = 0; i < r->bids.n; i++) {
-		b = &r->bj[i];
-		if (b->ended || strcmp(b->model, model) != 0 ||
-		    strcmp(b->provider, p->name) != 0)
-			continue;
-		if (b->seen != r->round && p->get != NULL) {
-			b->seen = r->round;
-			h = conn(r, p);
-			if ((rc = p->get(h, idmap_key(&r->bids, i), &batch)) != 0) {
-				qb_note(1, "batch %s: %s", idmap_key(&r->bids, i),
-				    h->err);
-				if (h->status == 404)
-					b->ended = 1;	/* gone: holds nothing */
-			} else {
-				if (p->job(batch, &pj, err, sizeof(err)) == 0)
-					b->ended = pj.ended;
-				yajl_tree_free(batch);
-			}
-		}
-		if (!b->ended)
-			sum += b->tokens;
-	}
-	return sum;
-}
-
 /*
  * Whether a file of tokens fits model's budget now, waiting for room up
  * to the --wait-budget deadline. Returns 1 to submit, 0 when held.
@@ -417,7 +326,6 @@ room(struct run *r, struct jsonl_reader *rd, const struct provider *p,
 {
 	long long enq, budget = r->o->budget;
 	double nap = 1;
-	struct timespec ts;
 
 	if (tokens > budget) {
 		qb_lwarn(rd->name, rd->lineno, "%s: %lld tokens for %s pass the "
@@ -425,7 +333,8 @@ room(struct run *r, struct jsonl_reader *rd, const struct provider *p,
 		    model, budget);
 		return 1;
 	}
-	while ((enq = enqueued(r, p, model)) + tokens > budget) {
+	while ((enq = budget_enqueued(&r->bud, p, conn(r, p), model)) + tokens >
+	    budget) {
 		if (qtime_mono() + nap > r->deadline) {
 			qb_lwarn(rd->name, rd->lineno, "%s: held: %lld tokens for "
 			    "%s would pass the budget %lld (%lld enqueued)", file,
@@ -435,11 +344,9 @@ room(struct run *r, struct jsonl_reader *rd, const struct provider *p,
 		}
 		qb_note(1, "%s: waiting %g s for room for %lld tokens for %s "
 		    "(%lld enqueued)", file, nap, tokens, model, enq);
-		ts.tv_sec = (time_t)nap;
-		ts.tv_nsec = 0;
-		nanosleep(&ts, NULL);
+		qtime_sleep(nap);
 		nap = nap * 2 > 30 ? 30 : nap * 2;
-		r->round++;
+		r->bud.round++;
 	}
 	return 1;
 }
@@ -544,7 +451,7 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	idmap_put(&r->done, sha, 64, &isnew);
 	r->nsub++;
 	if (tokens >= 0 && model != NULL)
-		bjob_add(r, pj.id, p->name, model, tokens, pj.ended);
+		budget_add(&r->bud, pj.id, p->name, model, tokens, pj.ended);
 	if ((rc = record(r, rec, p, &pj, sha)) != 0)
 		r->stop = rc;
 	yajl_tree_free(batch);
@@ -656,15 +563,15 @@ main(int argc, char *argv[])
 	r.conns.keyfile = o.keyfile;
 	r.g = jout_new();
 	idmap_init(&r.done);
-	idmap_init(&r.bids);
+	budget_init(&r.bud);
 	r.deadline = qtime_mono() + o.wait;
 	if (o.ledger != NULL) {
 		/* Made, locked and read before anything is uploaded. */
 		ledger_init(&r.led, o.ledger);
 		r.useled = 1;
 		if (o.budget > 0) {
-			r.led.each = bjob_note;
-			r.led.each_arg = &r;
+			r.led.each = budget_note;
+			r.led.each_arg = &r.bud;
 		}
 		if ((rc = ledger_start(&r.led, "submit", 1)) != 0 ||
 		    (rc = ledger_refresh(&r.led)) != 0)
@@ -704,12 +611,7 @@ main(int argc, char *argv[])
 	if (r.useled)
 		ledger_free(&r.led);
 	idmap_free(&r.done);
-	for (i = 0; i < (int)r.bids.n; i++) {
-		free(r.bj[i].provider);
-		free(r.bj[i].model);
-	}
-	free(r.bj);
-	idmap_free(&r.bids);
+	budget_free(&r.bud);
 	yajl_gen_free(r.g);
 	qb_close_stdout();
 	if (r.stop)
