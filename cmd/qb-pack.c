@@ -70,7 +70,7 @@ struct group {
 	long long	 requests;
 	long long	 bytes;
 	long long	 inputs;	/* embedding inputs, where the provider caps them */
-	long long	 tokens;	/* estimated prompt tokens (body_tokens) */
+	long long	 tokens;	/* estimated prompt tokens */
 	unsigned long	 used;		/* packer tick of its last line */
 };
 
@@ -204,86 +204,6 @@ bad(struct packer *pk, struct jsonl_reader *r, const char *fmt, const char *a,
 	qb_lwarn(r->name, r->lineno, "%s", msg);
 	pk->nbad++;
 	return -1;
-}
-
-/*
- * Estimated prompt tokens of one request body, the len bytes at p (valid
- * JSON, as json_scan checked): ceil(c / 4), c the characters of all its
- * string values, keys not counted, as the enqueued-token limit counts
- * them (PROVIDERS.md 1.10; tests/fake/README). A character is a code
- * point: an escape counts one, a surrogate pair one, UTF-8 bytes
- * 10xxxxxx none. A string is a key when ':' follows it.
- */
-/* The end of the run of plain string bytes at s: the next '"' or '\\'. */
-static const unsigned char *
-span_end(const unsigned char *s, const unsigned char *e)
-{
-	const unsigned char *q = memchr(s, '"', (size_t)(e - s)), *b;
-
-	if (q == NULL)
-		q = e;
-	b = memchr(s, '\\', (size_t)(q - s));
-	return b != NULL ? b : q;
-}
-
-/* Characters in the UTF-8 bytes [s, e): all bytes but continuations
- * (10xxxxxx), counted eight at a time. */
-static long long
-chars(const unsigned char *s, const unsigned char *e)
-{
-	const uint64_t hi = 0x8080808080808080ULL;
-	long long n = e - s;
-	uint64_t w;
-
-	for (; e - s >= 8; s += 8) {
-		memcpy(&w, s, 8);
-		n -= __builtin_popcountll(w & ~(w << 1) & hi);
-	}
-	for (; s < e; s++)
-		n -= (*s & 0xc0) == 0x80;
-	return n;
-}
-
-static long long
-body_tokens(const char *p, size_t len)
-{
-	const unsigned char *s = (const unsigned char *)p, *e = s + len, *q;
-	long long c = 0, n;
-	int hi;
-
-	while (s < e) {
-		if (*s++ != '"')
-			continue;
-		for (n = 0, hi = 0; s < e && *s != '"'; ) {
-			if (*s != '\\') {
-				q = span_end(s, e);
-				n += chars(s, q);
-				s = q;
-				hi = 0;
-				continue;
-			}
-			n++;
-			if (s + 5 < e && s[1] == 'u') {
-				/* \uDC00-\uDFFF after a high half: one character */
-				if (hi && (s[2] | 0x20) == 'd' &&
-				    strchr("cdefCDEF", s[3]) != NULL)
-					n--;
-				hi = (s[2] | 0x20) == 'd' &&
-				    strchr("89abAB", s[3]) != NULL;
-				s += 6;
-			} else {
-				hi = 0;
-				s += 2;
-			}
-		}
-		s++;			/* the closing quote */
-		for (q = s; q < e && (*q == ' ' || *q == '\t' || *q == '\n' ||
-		    *q == '\r'); q++)
-			;
-		if (q >= e || *q != ':')
-			c += n;
-	}
-	return (c + 3) / 4;
 }
 
 /* The members qb-pack reads; each must appear once. */
@@ -441,7 +361,9 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	g->requests++;
 	g->bytes += (long long)n + 1;
 	g->inputs += ninputs;
-	g->tokens += body_tokens(line + s->span[ibody].off, s->span[ibody].len);
+	/* Prompt tokens, as characters of the body's strings / 4 (an estimate). */
+	g->tokens += (json_string_chars(line + s->span[ibody].off,
+	    s->span[ibody].len) + 3) / 4;
 	yajl_gen_clear(pk->gen);
 	yajl_gen_reset(pk->gen, NULL);
 	return 0;

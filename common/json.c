@@ -7,6 +7,7 @@
  * whole text (syntax and UTF-8), so a span can be copied out verbatim.
  * SPDX-License-Identifier: ISC
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -541,4 +542,76 @@ json_array_len(const char *p, size_t len)
 		st = yajl_complete_parse(h);
 	yajl_free(h);
 	return st == yajl_status_ok ? c.n : -1;
+}
+
+/* The end of the run of plain string bytes at s: the next '"' or '\\'. */
+static const unsigned char *
+span_end(const unsigned char *s, const unsigned char *e)
+{
+	const unsigned char *q = memchr(s, '"', (size_t)(e - s)), *b;
+
+	if (q == NULL)
+		q = e;
+	b = memchr(s, '\\', (size_t)(q - s));
+	return b != NULL ? b : q;
+}
+
+/* Characters in the UTF-8 bytes [s, e): all bytes but continuations
+ * (10xxxxxx), counted eight at a time. */
+static long long
+utf8_chars(const unsigned char *s, const unsigned char *e)
+{
+	const uint64_t hi = 0x8080808080808080ULL;
+	long long n = e - s;
+	uint64_t w;
+
+	for (; e - s >= 8; s += 8) {
+		memcpy(&w, s, 8);
+		n -= __builtin_popcountll(w & ~(w << 1) & hi);
+	}
+	for (; s < e; s++)
+		n -= (*s & 0xc0) == 0x80;
+	return n;
+}
+
+long long
+json_string_chars(const char *p, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)p, *e = s + len, *q;
+	long long c = 0, n;
+	int hi;
+
+	while (s < e) {
+		if (*s++ != '"')
+			continue;
+		for (n = 0, hi = 0; s < e && *s != '"'; ) {
+			if (*s != '\\') {
+				q = span_end(s, e);
+				n += utf8_chars(s, q);
+				s = q;
+				hi = 0;
+				continue;
+			}
+			n++;
+			if (s + 5 < e && s[1] == 'u') {
+				/* \uDC00-\uDFFF after a high half: one character */
+				if (hi && (s[2] | 0x20) == 'd' &&
+				    strchr("cdefCDEF", s[3]) != NULL)
+					n--;
+				hi = (s[2] | 0x20) == 'd' &&
+				    strchr("89abAB", s[3]) != NULL;
+				s += 6;
+			} else {
+				hi = 0;
+				s += 2;
+			}
+		}
+		s++;			/* the closing quote */
+		for (q = s; q < e && (*q == ' ' || *q == '\t' || *q == '\n' ||
+		    *q == '\r'); q++)
+			;
+		if (q >= e || *q != ':')
+			c += n;
+	}
+	return c;
 }

@@ -80,6 +80,12 @@ int json_scan(struct json_scan *s, const char *p, size_t len, char *err,
  * json_scan validated), or -1 if it is not an array.
  */
 long json_array_len(const char *p, size_t len);
+/*
+ * Characters (Unicode code points; an escape counts as the character it
+ * stands for) in the string values, not the keys, of the len bytes of
+ * valid JSON at p: the base of qb's prompt-token estimate.
+ */
+long long json_string_chars(const char *p, size_t len);
 /* Index of the member key at depth 1 (parent -1) or inside parent; or -1. */
 int json_find(const struct json_scan *s, int parent, const char *key);
 /* 1 if key is one of list (NULL-terminated), else 0. */
