@@ -201,6 +201,12 @@ test_scan(void)
 		TAP_OK(v != NULL, "json_tree takes nesting at the cap");
 		yajl_tree_free(v);
 	}
+	{
+		const char *t = "{\"key\":\"h\xc3\xa9llo\",\"b\":[\"\\u00e9\\ud83d\\ude00\",1]}";
+
+		TAP_OK(json_string_chars(t, strlen(t)) == 7,
+		    "string characters: keys not counted, escapes and pairs one each");
+	}
 	TAP_OK(json_array_len("[1,[2,3],{\"a\":[4]},\"x\"]", 23) == 4 &&
 	    json_array_len("{}", 2) == -1, "array length counts top elements");
 	buf_free(&s.strs);
