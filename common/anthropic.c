@@ -318,7 +318,6 @@ an_find(struct http *h, const char *sha256, long long since,
 {
 	struct http_resp r;
 	struct buf path = BUF_INIT, ids = BUF_INIT;
-	enum http_class c;
 	yajl_val page = NULL, data, b;
 	const char *id, *s;
 	char *after = NULL;
@@ -333,19 +332,9 @@ an_find(struct http *h, const char *sha256, long long since,
 		buf_printf(&path, BATCHES "?limit=%d", LIST_LIMIT);
 		if (after != NULL)
 			buf_printf(&path, "&after_id=%s", after);
-		if ((c = http_json(h, "GET", path.p, NULL, 0, 0, &r)) != HTTP_OK) {
-			rc = http_exit(c);
+		if ((rc = provider_list_page(h, path.p, &r, &page, &data,
+		    &more)) != 0)
 			break;
-		}
-		yajl_tree_free(page);
-		page = r.body.len > 0 ? json_tree0(r.body.p) : NULL;
-		if (!YAJL_IS_ARRAY(data = json_get(page, "data"))) {
-			snprintf(h->err, sizeof(h->err), "GET " BATCHES ": answer "
-			    "is not a list");
-			rc = QB_EX_PROTOCOL;
-			break;
-		}
-		more = json_true(page, "has_more") && data->u.array.len > 0;
 		for (i = 0; i < data->u.array.len; i++) {
 			b = data->u.array.values[i];
 			if ((id = json_str(b, "id")) == NULL)

@@ -304,7 +304,6 @@ oa_find_q(struct http *h, const char *sha256, long long since,
 {
 	struct http_resp r;
 	struct buf path = BUF_INIT;
-	enum http_class c;
 	yajl_val page = NULL, data, b;
 	const char *id, *md;
 	char *after = NULL;
@@ -320,20 +319,9 @@ oa_find_q(struct http *h, const char *sha256, long long since,
 		if (after != NULL)
 			buf_printf(&path, "&after=%s", after);
 		qpath(&path, q);
-		if ((c = http_json(h, "GET", path.p, NULL, 0, 0, &r)) != HTTP_OK) {
-			rc = http_exit(c);
+		if ((rc = provider_list_page(h, path.p, &r, &page, &data,
+		    &more)) != 0)
 			break;
-		}
-		yajl_tree_free(page);
-		page = r.body.len > 0 ? json_tree0(r.body.p) : NULL;
-		data = json_get(page, "data");
-		if (!YAJL_IS_ARRAY(data)) {
-			snprintf(h->err, sizeof(h->err), "GET /batches: answer "
-			    "is not a list object");
-			rc = QB_EX_PROTOCOL;
-			break;
-		}
-		more = json_true(page, "has_more") && data->u.array.len > 0;
 		for (i = 0; i < data->u.array.len; i++) {
 			b = data->u.array.values[i];
 			if ((id = json_str(b, "id")) == NULL)

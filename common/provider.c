@@ -199,3 +199,23 @@ provider_batch_call(struct http *h, const char *method, const char *collection,
 	buf_free(&path);
 	return rc;
 }
+
+int
+provider_list_page(struct http *h, const char *path, struct http_resp *r,
+    yajl_val *page, yajl_val *data, int *more)
+{
+	enum http_class c;
+
+	if ((c = http_json(h, "GET", path, NULL, 0, 0, r)) != HTTP_OK)
+		return http_exit(c);
+	yajl_tree_free(*page);
+	*page = r->body.len > 0 ? json_tree0(r->body.p) : NULL;
+	*data = json_get(*page, "data");
+	if (!YAJL_IS_ARRAY(*data)) {
+		snprintf(h->err, sizeof(h->err), "GET %s: answer is not a list",
+		    path);
+		return QB_EX_PROTOCOL;
+	}
+	*more = json_true(*page, "has_more") && (*data)->u.array.len > 0;
+	return 0;
+}

@@ -186,6 +186,16 @@ int provider_safe_id(struct http *h, const char *id);
  * QB_EX_DATAERR for an id unfit for a path, QB_EX_PROTOCOL for an answer
  * that is not a batch.
  */
+/*
+ * GET one page of a provider's batch list at path into r, and point *data
+ * at its "data" array; *page (freed first, then owned by the caller,
+ * released with yajl_tree_free) holds the parsed answer, and *more says
+ * whether "has_more" asks for another page. Returns 0 or a QB_EX_*
+ * status with the reason in h->err (QB_EX_PROTOCOL: not a list).
+ */
+int provider_list_page(struct http *h, const char *path, struct http_resp *r,
+    yajl_val *page, yajl_val *data, int *more);
+
 int provider_batch_call(struct http *h, const char *method,
     const char *collection, const char *id, const char *suffix,
     yajl_val *batch);
