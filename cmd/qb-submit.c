@@ -80,6 +80,7 @@ struct run {
 	struct budget	 bud;		/* --token-budget */
 	double		 deadline;	/* of --wait-budget */
 	unsigned long	 nheld;
+	char		*reuse;		/* input file of the batch again() saw, or NULL */
 };
 
 static int
@@ -285,10 +286,15 @@ again(struct run *r, struct jsonl_reader *rd, const struct provider *p,
 			qb_lwarn(rd->name, rd->lineno, "%s: already submitted "
 			    "as %s (%s); skipped", file, bid, pj.status);
 			r->nskip++;
-		} else
+		} else {
 			qb_note(1, "%s: batch %s ended%s%s with nothing run; "
 			    "submitting again", file, bid, ended ? "" : " ",
 			    ended ? "" : pj.status);
+			/* The provider keeps its input file: no new upload. */
+			free(r->reuse);
+			r->reuse = pj.input_file_id != NULL ?
+			    xstrdup(pj.input_file_id) : NULL;
+		}
 	}
 	yajl_tree_free(batch);
 	return skip;
@@ -364,6 +370,8 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	long long tokens = -1;
 	int rc, unknown, isnew;
 
+	free(r->reuse);		/* only ever for the file again() saw */
+	r->reuse = NULL;
 	if ((p = check(r, rd, rec)) == NULL) {
 		if (r->o->strict)
 			qb_die(QB_EX_DATAERR, "stopped at the first bad record "
@@ -423,7 +431,11 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 	ps.sha256 = sha;
 	ps.endpoint = json_str(rec, "endpoint");
 	ps.model = json_str(rec, "model");
-	if ((rc = p->submit(h, &ps, &batch, &unknown)) != 0) {
+	ps.input_file_id = r->reuse;
+	rc = p->submit(h, &ps, &batch, &unknown);
+	free(r->reuse);
+	r->reuse = NULL;
+	if (rc != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: %s", file,
 		    h->err);
 		if (unknown)
@@ -607,6 +619,7 @@ main(int argc, char *argv[])
 		jsonl_close(&rd);
 	}
 	summary(&r);
+	free(r.reuse);
 	provider_conns_free(&r.conns);
 	if (r.useled)
 		ledger_free(&r.led);

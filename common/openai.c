@@ -15,6 +15,7 @@
 #include "exits.h"
 #include "json.h"
 #include "jout.h"
+#include "msg.h"
 #include "openai.h"
 #include "provider.h"
 #include "rfc3339.h"
@@ -62,37 +63,23 @@ oa_auth(const char *key, char **hdrs, int n)
 	return i;
 }
 
-int
-oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
-    int *unknown, const char *q)
+/*
+ * Create the batch for uploaded file fid (POST /batches, never retried
+ * once sent). Returns as oa_submit_q; on a refusal, fresh says whether
+ * fid was uploaded by this call and is to be deleted.
+ */
+static int
+create(struct http *h, const struct provider_submit *s, const char *fid,
+    int fresh, yajl_val *batch, int *unknown, const char *q)
 {
-	static const char *const fields[] = { "purpose", "batch", NULL };
 	struct http_resp r;
 	struct buf path = BUF_INIT;
 	enum http_class c;
-	yajl_val f;
 	yajl_gen g;
 	const unsigned char *body;
-	const char *base, *fid;
+	const char *base;
 	size_t blen, n;
 	int rc = 0;
-
-	*batch = NULL;
-	*unknown = 0;
-	http_resp_init(&r);
-	buf_puts(&path, "/files");
-	qpath(&path, q);
-	if ((c = http_upload(h, path.p, fields, s->path, &r)) != HTTP_OK) {
-		http_resp_free(&r);
-		buf_free(&path);
-		return http_exit(c);
-	}
-	if ((f = provider_answer(h, "POST /files", &r.body, "id")) == NULL) {
-		http_resp_free(&r);
-		buf_free(&path);
-		return QB_EX_PROTOCOL;
-	}
-	fid = json_str(f, "id");
 
 	base = strrchr(s->path, '/');
 	base = base != NULL ? base + 1 : s->path;
@@ -115,7 +102,7 @@ oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
 	jout_close(g);
 	jout_close(g);
 	yajl_gen_get_buf(g, &body, &blen);
-	buf_reset(&path);
+	http_resp_init(&r);
 	buf_puts(&path, "/batches");
 	qpath(&path, q);
 	c = http_json(h, "POST", path.p, (const char *)body, blen, 1, &r);
@@ -123,7 +110,7 @@ oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
 	if (c != HTTP_OK) {
 		*unknown = r.unknown;
 		rc = http_exit(c);
-		if (c == HTTP_PERM || c == HTTP_AUTH) {
+		if (fresh && (c == HTTP_PERM || c == HTTP_AUTH)) {
 			/* Nothing was made; do not leave the upload behind. */
 			char err[sizeof(h->err)];
 			long st = h->status;
@@ -143,9 +130,56 @@ oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
 		*unknown = 1;
 		rc = QB_EX_PROTOCOL;
 	}
-	yajl_tree_free(f);
 	buf_free(&path);
 	http_resp_free(&r);
+	return rc;
+}
+
+int
+oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
+    int *unknown, const char *q)
+{
+	static const char *const fields[] = { "purpose", "batch", NULL };
+	struct http_resp r;
+	struct buf path = BUF_INIT;
+	enum http_class c;
+	yajl_val f;
+	int rc;
+
+	*batch = NULL;
+	*unknown = 0;
+	if (s->input_file_id != NULL) {
+		/*
+		 * The same bytes are uploaded already (§1.10: a batch that
+		 * failed token_limit_exceeded keeps its input file). A
+		 * refusal other than of the key (the file was deleted or
+		 * expired) falls through to a fresh upload.
+		 */
+		rc = create(h, s, s->input_file_id, 0, batch, unknown, q);
+		if (rc == 0)
+			qb_note(1, "%s: created from file %s, uploaded before",
+			    s->path, s->input_file_id);
+		if (rc != QB_EX_UNAVAILABLE || *unknown || h->status < 400 ||
+		    h->status > 499)
+			return rc;
+		qb_note(1, "%s: file %s not taken again (%s); uploading it",
+		    s->path, s->input_file_id, h->err);
+	}
+	http_resp_init(&r);
+	buf_puts(&path, "/files");
+	qpath(&path, q);
+	c = http_upload(h, path.p, fields, s->path, &r);
+	buf_free(&path);
+	if (c != HTTP_OK) {
+		http_resp_free(&r);
+		return http_exit(c);
+	}
+	f = provider_answer(h, "POST /files", &r.body, "id");
+	http_resp_free(&r);
+	if (f == NULL)
+		return QB_EX_PROTOCOL;
+	rc = create(h, s, json_str(f, "id"), 1, batch, unknown, q);
+	yajl_tree_free(f);
 	return rc;
 }
 

@@ -27,6 +27,15 @@ struct provider_submit {
 	const char	*sha256;	/* its digest, 64 hex; goes into metadata */
 	const char	*endpoint;	/* "/v1/chat/completions" ... */
 	const char	*model;		/* may be NULL */
+	/*
+	 * NULL, or the id of an input file already uploaded with these very
+	 * bytes (an earlier batch of the same digest that ran nothing, e.g.
+	 * failed token_limit_exceeded, PROVIDERS.md §1.10): the batch is
+	 * created from it without uploading again. A 4xx refusal of it (the
+	 * file was deleted or expired) falls back to a fresh upload.
+	 * Providers without files (anthropic) ignore it.
+	 */
+	const char	*input_file_id;
 };
 
 #define JOB_TIMES	12

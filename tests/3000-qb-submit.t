@@ -4,7 +4,7 @@
 # run lock, intents and adoption of batches whose job was never recorded,
 # submitting again a file whose batch ran nothing, configuration errors.
 . "$(dirname "$0")/lib.sh"
-plan 125
+plan 128
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -250,7 +250,8 @@ qb-submit -l again.jsonl dup.pack >/dev/null 2>&1
 clock 2
 check_exit 0 "a file whose batch failed" qb-submit -v -l again.jsonl dup.pack
 like "$(cat "$T/err")" "ended failed with nothing run; submitting again" "-v says why"
-is "$(stat_of '[.uploads,.batches_created]|@tsv')" "$(printf '2\t2')" "uploaded and created again"
+like "$(cat "$T/err")" "dup.jsonl: created from file file-" "-v says it reuses the input file"
+is "$(stat_of '[.uploads,.batches_created]|@tsv')" "$(printf '1\t2')" "created again from the file uploaded before"
 is "$(jobs again.jsonl | jqr .batch_id | sort -u | wc -l | tr -d ' ')" 2 "a new job line; the old one stays"
 check_exit 0 "another file" qb-submit -l again.jsonl one.jsonl
 B=$(jqr .batch_id "$T/out")
@@ -259,8 +260,13 @@ like "$(cat "$T/err")" "already submitted as $B (" "it is skipped"
 is "$(stat_of .batches_created)" 3 "no second create for it"
 curl -s -X POST -H 'Authorization: Bearer sk-test' "$OPENAI_BASE_URL/batches/$B/cancel" >/dev/null
 clock 2
-check_exit 0 "a file whose batch was cancelled before running" qb-submit -l again.jsonl one.jsonl
+F=$(jobs again.jsonl | jqr "select(.batch_id==\"$B\") | .input_file_id")
+curl -s -X DELETE -H 'Authorization: Bearer sk-test' "$OPENAI_BASE_URL/files/$F" >/dev/null
+U=$(stat_of .uploads)
+check_exit 0 "a file whose batch was cancelled before running" qb-submit -v -l again.jsonl one.jsonl
 is "$(jqr .batch_id "$T/out" | grep -c batch_)" 1 "is submitted again"
+like "$(cat "$T/err")" "file $F not taken again (" "its deleted input file is refused: -v says so"
+is "$(stat_of .uploads)" "$((U + 1))" "and the file is uploaded again"
 clock 2
 check_exit 0 "a file whose batch completed" qb-submit -l again.jsonl one.jsonl
 like "$(cat "$T/err")" "(completed); skipped" "is skipped"

@@ -6,7 +6,7 @@
 # very same file, which must go again.
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null 2>&1 || skip_all "jq is needed"
-plan 26
+plan 27
 
 # 12 items; i05 is refused (400), i09 fails on the server side (500).
 i=1
@@ -86,8 +86,11 @@ is "$(jqr 'select(.status=="failed") | .errors[0].code' "$T/polled5")" token_lim
 qb-reconcile -r "$T/t.jsonl" <"$T/polled5" 2>/dev/null | jqr 'select(.outcome=="retry")' >"$T/retry5.jsonl"
 qb-pack -d "$T/b5" "$T/retry5.jsonl" >"$T/packs5"
 is "$(jqr .sha256 "$T/packs5")" "$(jqr 'select(.status=="failed") | .sha256' "$T/polled5")" "token limit: the retries pack into the same file"
+U=$(fake_stats | jqr .uploads)
 qb-submit -v -l "$T/jobs5" <"$T/packs5" >"$T/sub6" 2>"$T/err"
 is "$?:$(wc -l <"$T/sub6" | tr -d ' ')" "0:1" "token limit: the file is submitted again"
+is "$(fake_stats | jqr .uploads):$(jqr .input_file_id "$T/sub6")" "$U:$(jqr 'select(.status=="failed") | .input_file_id' "$T/polled5")" \
+    "token limit: from the file uploaded before, not uploaded again"
 like "$(cat "$T/err")" "ended failed with nothing run; submitting again" "token limit: -v says why"
 qb-poll -w --interval 0.1 --timeout 60 -d "$T/r5" <"$T/sub6" >"$T/polled6"
 is "$(qb-reconcile -r "$T/retry5.jsonl" <"$T/polled6" 2>/dev/null | jqr .outcome | sort | uniq -c | tr -s ' ')" " 5 done" \
