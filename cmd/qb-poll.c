@@ -38,6 +38,7 @@
 #include "provider.h"
 #include "xmem.h"
 #include "qtime.h"
+#include "rfc3339.h"
 
 static const char usage[] =
     "[-hqVvw] [--strict] [--base-url url] [-d dir] [--interval seconds]\n"
@@ -188,6 +189,41 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 	return rc;
 }
 
+/*
+ * How far a running batch is, for -v, into out: ", 120/500 requests
+ * done" when it counts requests as it goes, else the time since it was
+ * made against its window (", 2h13m of 24h"): Anthropic's counts stay
+ * zero until the batch ends (PROVIDERS.md §2.4).
+ */
+static void
+progress(const struct provider_job *pj, char *out, size_t n)
+{
+	long long t[2] = { -1, -1 }, now = time(NULL), el;
+	int i;
+
+	*out = '\0';
+	if (pj->ended)
+		return;
+	if (pj->has_counts && pj->completed + pj->failed > 0) {
+		snprintf(out, n, ", %lld/%lld requests done",
+		    pj->completed + pj->failed, pj->total);
+		return;
+	}
+	for (i = 0; i < pj->ntime; i++)
+		if (strcmp(pj->time[i].key, "created_at") == 0)
+			rfc3339_parse(pj->time[i].val, &t[0]);
+		else if (strcmp(pj->time[i].key, "expires_at") == 0)
+			rfc3339_parse(pj->time[i].val, &t[1]);
+	if (t[0] < 0 || (el = now - t[0]) < 0)
+		return;
+	if (t[1] > t[0])
+		snprintf(out, n, ", %lldh%02lldm of %lldh", el / 3600,
+		    el / 60 % 60, (t[1] - t[0] + 1800) / 3600);
+	else
+		snprintf(out, n, ", %lldh%02lldm since made", el / 3600,
+		    el / 60 % 60);
+}
+
 static void
 poll_one(struct poll *P, struct job *j)
 {
@@ -254,7 +290,8 @@ poll_one(struct poll *P, struct job *j)
 		j->endednow = 1;
 		P->nended++;
 	}
-	qb_note(1, "%s: %s%s", id, pj.status, s.ended ? ", ended" : "");
+	progress(&pj, err, sizeof(err));
+	qb_note(1, "%s: %s%s%s", id, pj.status, s.ended ? ", ended" : "", err);
 	for (i = 0; i < n; i++)
 		free(paths[i]);
 	yajl_tree_free(batch);

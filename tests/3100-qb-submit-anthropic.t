@@ -7,7 +7,7 @@
 # fetched without the key, a create body streamed from the file, not held
 # in memory.
 . "$(dirname "$0")/lib.sh"
-plan 73
+plan 75
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -62,6 +62,8 @@ is "$(cat "$T/out")" "" "nothing printed"
 like "$(cat "$T/err")" "already submitted as $B1 (in_progress); skipped" "the running batch is not submitted again"
 is "$(stat_of '.message_batches_created')" 1 "one batch made"
 
+check_exit 0 "qb-poll -v on a running batch" qb-poll -v -d b job.jsonl
+like "$(cat "$T/err")" "$B1: in_progress, 0h00m of 24h" "-v: time since it was made, not the counts, which stay 0"
 check_exit 0 "qb-poll -w" qb-poll -w --interval 0.1 -d b job.jsonl
 cp "$T/out" polled.jsonl
 is "$(jqr '[.status,.ended]|@tsv' polled.jsonl)" "$(printf 'ended\ttrue')" "the job ended"

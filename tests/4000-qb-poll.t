@@ -4,7 +4,7 @@
 # -t as a deadline, Azure's status words and times, and -i on a ledger
 # (its run lock, intent lines).
 . "$(dirname "$0")/lib.sh"
-plan 91
+plan 93
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -59,6 +59,8 @@ is "$(jqr .ended p1.jsonl)" false "not ended yet"
 is "$(jqr .note p1.jsonl)" "keep me" "unknown keys carried"
 is "$(jqr .batch_id p1.jsonl)" "$B" "same batch"
 is "$(jqr '.results|length' p1.jsonl)" 0 "no results yet"
+check_exit 0 "-v on a running batch" qb-poll -v -d res job.jsonl
+like "$(sed 's/: [a-z_]*, /: STATUS, /' "$T/err")" "$B: STATUS, 0h00m of 24h" "-v: time since it was made, of its window"
 
 # --wait: until completed (about 0.4 s from now), files downloaded
 clock 2.6
