@@ -30,6 +30,11 @@
 #include "provider.h"
 
 #define VERSION_ENV "AZURE_OPENAI_API_VERSION"
+/*
+ * §3: a resource holds 500 batch files, 10,000 if they expire
+ * (expires_after 1209600 to 2592000 s): kept the longest allowed.
+ */
+#define FILE_TTL 2592000
 
 /*
  * The query every request carries, "api-version=V", or NULL when
@@ -73,7 +78,8 @@ az_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 {
 	char q[96];
 
-	return oa_submit_q(h, s, batch, unknown, az_query(q, sizeof(q)));
+	return oa_submit_q(h, s, batch, unknown, az_query(q, sizeof(q)),
+	    FILE_TTL);
 }
 
 static int
@@ -121,6 +127,7 @@ const struct provider provider_azure = {
 	.inputs_endpoint = "/v1/embeddings",
 	.endpoint = "/v1/chat/completions",	/* see the note at the top */
 	.limits_src = "PROVIDERS.md §3",
+	.file_ttl = FILE_TTL,
 	.key_env = "AZURE_OPENAI_API_KEY",
 	.base_env = "AZURE_OPENAI_ENDPOINT",	/* https://RES.openai.azure.com/openai/v1 */
 	.base_default = NULL,			/* §3: every resource has its own host */

@@ -70,7 +70,7 @@ oa_auth(const char *key, char **hdrs, int n)
  */
 static int
 create(struct http *h, const struct provider_submit *s, const char *fid,
-    int fresh, yajl_val *batch, int *unknown, const char *q)
+    int fresh, yajl_val *batch, int *unknown, const char *q, long long ttl)
 {
 	struct http_resp r;
 	struct buf path = BUF_INIT;
@@ -100,6 +100,13 @@ create(struct http *h, const struct provider_submit *s, const char *fid,
 	jout_key(g, "qb_file");
 	jout_strn(g, base, n);
 	jout_close(g);
+	if (ttl > 0) {
+		jout_key(g, "output_expires_after");
+		jout_open(g);
+		jout_kstr(g, "anchor", "created_at");
+		jout_kint(g, "seconds", ttl);
+		jout_close(g);
+	}
 	jout_close(g);
 	yajl_gen_get_buf(g, &body, &blen);
 	http_resp_init(&r);
@@ -137,9 +144,12 @@ create(struct http *h, const struct provider_submit *s, const char *fid,
 
 int
 oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
-    int *unknown, const char *q)
+    int *unknown, const char *q, long long ttl)
 {
-	static const char *const fields[] = { "purpose", "batch", NULL };
+	/* Azure's spelling of the nested fields; OpenAI's is [anchor] (§1.2). */
+	const char *fields[] = { "purpose", "batch", "expires_after.anchor",
+	    "created_at", "expires_after.seconds", NULL, NULL };
+	char secs[24];
 	struct http_resp r;
 	struct buf path = BUF_INIT;
 	enum http_class c;
@@ -155,7 +165,7 @@ oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
 		 * refusal other than of the key (the file was deleted or
 		 * expired) falls through to a fresh upload.
 		 */
-		rc = create(h, s, s->input_file_id, 0, batch, unknown, q);
+		rc = create(h, s, s->input_file_id, 0, batch, unknown, q, ttl);
 		if (rc == 0)
 			qb_note(1, "%s: created from file %s, uploaded before",
 			    s->path, s->input_file_id);
@@ -165,6 +175,11 @@ oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
 		qb_note(1, "%s: file %s not taken again (%s); uploading it",
 		    s->path, s->input_file_id, h->err);
 	}
+	if (ttl > 0) {
+		snprintf(secs, sizeof(secs), "%lld", ttl);
+		fields[5] = secs;
+	} else
+		fields[2] = NULL;
 	http_resp_init(&r);
 	buf_puts(&path, "/files");
 	qpath(&path, q);
@@ -178,7 +193,7 @@ oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
 	http_resp_free(&r);
 	if (f == NULL)
 		return QB_EX_PROTOCOL;
-	rc = create(h, s, json_str(f, "id"), 1, batch, unknown, q);
+	rc = create(h, s, json_str(f, "id"), 1, batch, unknown, q, ttl);
 	yajl_tree_free(f);
 	return rc;
 }
@@ -396,7 +411,7 @@ static int
 oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
     int *unknown)
 {
-	return oa_submit_q(h, s, batch, unknown, NULL);
+	return oa_submit_q(h, s, batch, unknown, NULL, 0);
 }
 
 static int

@@ -75,6 +75,7 @@ struct provider {
 	const char	*inputs_endpoint; /* the endpoint max_inputs applies to */
 	const char	*endpoint;	/* default endpoint of an item that names none */
 	const char	*limits_src;	/* the PROVIDERS.md sections the caps come from */
+	long long	 file_ttl;	/* seconds uploaded and result files are kept; 0: the provider's default */
 	const char	*key_env;	/* environment variable holding the key */
 	const char	*base_env;	/* environment variable overriding the base URL */
 	const char	*base_default;	/* base URL, with its version path (…/v1) */

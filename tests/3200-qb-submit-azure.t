@@ -5,7 +5,7 @@
 # every request; the older API's "Completed" and string times are read;
 # qb-pack splits at 100,000 requests; a wrong key is 77, no endpoint 78.
 . "$(dirname "$0")/lib.sh"
-plan 26
+plan 27
 
 QB_MAX_RETRIES=1
 export QB_MAX_RETRIES
@@ -43,6 +43,11 @@ check_exit 0 "qb-poll -w" qb-poll -w --interval 0.1 -d b job.jsonl
 cp "$T/out" polled.jsonl
 is "$(jqr '[.status,.ended,(.results|length)]|@tsv' polled.jsonl)" "$(printf 'completed\ttrue\t2')" \
     "completed, output and error files fetched"
+az() { curl -s -H "api-key: sk-test" "$AZURE_OPENAI_ENDPOINT/$1"; }
+ttl() { az "files/$1" | jqr '.expires_at - .created_at'; }
+OUT=$(az "batches/$(jqr .batch_id polled.jsonl)" | jqr .output_file_id)
+is "$(ttl "$(jqr .input_file_id polled.jsonl)") $(ttl "$OUT")" "2592000 2592000" \
+    "input and output files expire after 30 days (500 files per resource, 10,000 that expire)"
 check_exit 1 "qb-reconcile: the 400 is a failure" qb-reconcile -r items.jsonl polled.jsonl
 is "$(jq -r '.id' "$T/out" | sort | tr '\n' ' ')" "z1 z2 z3 " "one result per item"
 
