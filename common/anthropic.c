@@ -14,7 +14,6 @@
 #include "exits.h"
 #include "json.h"
 #include "provider.h"
-#include "rfc3339.h"
 #include "xmem.h"
 
 #define BATCHES		"/v1/messages/batches"
@@ -251,20 +250,13 @@ an_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 {
 	static const char *const cn[] = { "processing", "succeeded",
 	    "errored", "canceled", "expired", NULL };
-	long long n[5], t;
-	const char *const *k;
+	long long n[5];
 	const char *s;
 	yajl_val rc;
 	int i;
 
-	memset(j, 0, sizeof(*j));
-	j->id = json_str(b, "id");
-	j->status = json_str(b, "processing_status");
-	if (j->id == NULL || j->status == NULL) {
-		snprintf(err, errlen, "batch object without %s",
-		    j->id == NULL ? "\"id\"" : "\"processing_status\"");
+	if (provider_job_init(b, j, "processing_status", err, errlen) != 0)
 		return -1;
-	}
 	j->ended = strcmp(j->status, "ended") == 0;
 	/*
 	 * The five counts sum to the batch size; all but processing stay 0
@@ -284,17 +276,7 @@ an_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 	 * RFC 3339 with microseconds, kept as given like Azure's (§1.5);
 	 * null or absent when not yet (§2.3).
 	 */
-	for (k = an_times; *k != NULL && j->ntime < JOB_TIMES; k++) {
-		if ((s = json_str(b, *k)) == NULL || rfc3339_parse(s, &t) != 0)
-			continue;
-		if (strlen(s) < sizeof(j->time[0].val))
-			snprintf(j->time[j->ntime].val, sizeof(j->time[0].val),
-			    "%s", s);
-		else
-			provider_time(t, j->time[j->ntime].val,
-			    sizeof(j->time[0].val));
-		j->time[j->ntime++].key = *k;
-	}
+	provider_job_times(b, j, an_times);
 	/* One JSONL file holds every kind of result (§2.5). */
 	if (j->ended && (s = json_str(b, "results_url")) != NULL && *s != '\0') {
 		j->result[0].kind = "output";
@@ -319,7 +301,7 @@ an_find(struct http *h, const char *sha256, long long since,
 	struct http_resp r;
 	struct buf path = BUF_INIT, ids = BUF_INIT;
 	yajl_val page = NULL, data, b;
-	const char *id, *s;
+	const char *id;
 	char *after = NULL;
 	long long t;
 	size_t i;
@@ -339,8 +321,8 @@ an_find(struct http *h, const char *sha256, long long since,
 			b = data->u.array.values[i];
 			if ((id = json_str(b, "id")) == NULL)
 				continue;
-			if ((s = json_str(b, "created_at")) != NULL &&
-			    rfc3339_parse(s, &t) == 0 && t < since) {
+			if (provider_json_time(b, "created_at", &t, NULL, 0) ==
+			    0 && t < since) {
 				more = 0;
 				break;
 			}

@@ -18,7 +18,6 @@
 #include "msg.h"
 #include "openai.h"
 #include "provider.h"
-#include "rfc3339.h"
 #include "xmem.h"
 
 /* Metadata values are at most 512 characters (PROVIDERS.md §1.4). */
@@ -262,50 +261,15 @@ static const char *const oa_ended[] = {
 	"completed", "failed", "expired", "cancelled", "canceled", NULL
 };
 
-/*
- * Time member key of b in *t: unix seconds as OpenAI gives them, or a
- * string of them, or an RFC 3339 string as Azure gives them (§3). In the
- * last case the string itself is put in str (n bytes) when it fits.
- * Returns 0, or -1 when the member is absent, null or not a time.
- */
-static int
-btime(yajl_val b, const char *key, long long *t, char *str, size_t n)
-{
-	const char *s;
-	char *end;
-
-	if (json_int(b, key, t) == 0)
-		return 0;
-	if ((s = json_str(b, key)) == NULL || *s == '\0')
-		return -1;
-	if (*s >= '0' && *s <= '9') {
-		*t = strtoll(s, &end, 10);
-		if (*end == '\0')
-			return 0;
-	}
-	if (rfc3339_parse(s, t) != 0)
-		return -1;
-	if (str != NULL && strlen(s) < n)
-		snprintf(str, n, "%s", s);
-	return 0;
-}
-
 int
 oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 {
 	const char *const *s;
 	const char *id;
 	yajl_val rc, e;
-	long long t;
 
-	memset(j, 0, sizeof(*j));
-	j->id = json_str(b, "id");
-	j->status = json_str(b, "status");
-	if (j->id == NULL || j->status == NULL) {
-		snprintf(err, errlen, "batch object without %s",
-		    j->id == NULL ? "\"id\"" : "\"status\"");
+	if (provider_job_init(b, j, "status", err, errlen) != 0)
 		return -1;
-	}
 	for (s = oa_ended; *s != NULL; s++)
 		if (strcasecmp(*s, j->status) == 0)
 			j->ended = 1;
@@ -318,17 +282,8 @@ oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 	e = json_get(json_get(b, "errors"), "data");
 	if (YAJL_IS_ARRAY(e))
 		j->errors = e;
-	for (s = oa_times; *s != NULL && j->ntime < JOB_TIMES; s++) {
-		char *val = j->time[j->ntime].val;
-
-		val[0] = '\0';
-		if (btime(b, *s, &t, val, sizeof(j->time[0].val)) != 0)
-			continue;
-		/* An RFC 3339 string passes through; numbers become one. */
-		if (val[0] == '\0')
-			provider_time(t, val, sizeof(j->time[0].val));
-		j->time[j->ntime++].key = *s;
-	}
+	/* Unix seconds; RFC 3339 strings from Azure's older API (§3). */
+	provider_job_times(b, j, oa_times);
 	/* null or "" means there is no such file (§1.8): never fetched. */
 	if ((id = json_str(b, "output_file_id")) != NULL && *id != '\0') {
 		j->result[j->nresult].kind = "output";
@@ -375,7 +330,7 @@ oa_find_q(struct http *h, const char *sha256, long long since,
 			b = data->u.array.values[i];
 			if ((id = json_str(b, "id")) == NULL)
 				continue;
-			if (btime(b, "created_at", &t, NULL, 0) == 0 && t < since) {
+			if (provider_json_time(b, "created_at", &t, NULL, 0) == 0 && t < since) {
 				more = 0;
 				break;
 			}

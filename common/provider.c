@@ -14,6 +14,7 @@
 #include "json.h"
 #include "msg.h"
 #include "provider.h"
+#include "rfc3339.h"
 #include "xmem.h"
 
 extern const struct provider provider_openai;	/* openai.c */
@@ -149,6 +150,62 @@ provider_time(long long t, char *out, size_t outlen)
 	if (gmtime_r(&tt, &tm) == NULL ||
 	    strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		snprintf(out, outlen, "%lld", t);
+}
+
+int
+provider_job_init(yajl_val b, struct provider_job *j, const char *status,
+    char *err, size_t errlen)
+{
+	memset(j, 0, sizeof(*j));
+	j->id = json_str(b, "id");
+	j->status = json_str(b, status);
+	if (j->id == NULL || j->status == NULL) {
+		snprintf(err, errlen, "batch object without \"%s\"",
+		    j->id == NULL ? "id" : status);
+		return -1;
+	}
+	return 0;
+}
+
+int
+provider_json_time(yajl_val b, const char *key, long long *t, char *str, size_t n)
+{
+	const char *s;
+	char *end;
+
+	if (json_int(b, key, t) == 0)
+		return 0;
+	if ((s = json_str(b, key)) == NULL || *s == '\0')
+		return -1;
+	if (*s >= '0' && *s <= '9') {
+		*t = strtoll(s, &end, 10);
+		if (*end == '\0')
+			return 0;
+	}
+	if (rfc3339_parse(s, t) != 0)
+		return -1;
+	if (str != NULL && strlen(s) < n)
+		snprintf(str, n, "%s", s);
+	return 0;
+}
+
+void
+provider_job_times(yajl_val b, struct provider_job *j,
+    const char *const *keys)
+{
+	long long t;
+	char *val;
+
+	for (; *keys != NULL && j->ntime < JOB_TIMES; keys++) {
+		val = j->time[j->ntime].val;
+		val[0] = '\0';
+		if (provider_json_time(b, *keys, &t, val, sizeof(j->time[0].val)) != 0)
+			continue;
+		/* An RFC 3339 string passes through; numbers become one. */
+		if (val[0] == '\0')
+			provider_time(t, val, sizeof(j->time[0].val));
+		j->time[j->ntime++].key = *keys;
+	}
 }
 
 struct http *

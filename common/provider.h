@@ -210,6 +210,32 @@ int provider_batch_call(struct http *h, const char *method,
     const char *collection, const char *id, const char *suffix,
     yajl_val *batch);
 
+/*
+ * Start reading batch object b into *j for a provider's job operation:
+ * zero *j and point j->id and j->status at b's "id" and its member status
+ * ("status", "processing_status"). Returns 0, or -1 with the reason in
+ * err (errlen bytes) when either is not a string.
+ */
+int provider_job_init(yajl_val b, struct provider_job *j, const char *status,
+    char *err, size_t errlen);
+/*
+ * Time member key of b in *t: unix seconds, or a string of them, or an
+ * RFC 3339 string, which is also put in str (n bytes; str may be NULL)
+ * when it fits. Returns 0, or -1 when the member is absent, null or not
+ * a time.
+ */
+int provider_json_time(yajl_val b, const char *key, long long *t, char *str,
+    size_t n);
+/*
+ * Add to j->time the members of b named by keys (NULL-terminated, static)
+ * that hold a time: unix seconds (a number or a string of digits) are
+ * written as RFC 3339 UTC, an RFC 3339 string is kept as given (Azure's
+ * older API, Anthropic: PROVIDERS.md §1.5, §2.3). Absent, null or other
+ * members are skipped; at most JOB_TIMES are kept.
+ */
+void provider_job_times(yajl_val b, struct provider_job *j,
+    const char *const *keys);
+
 /* Format unix time t (seconds) as RFC 3339 UTC into out (at least 21 bytes). */
 void provider_time(long long t, char *out, size_t outlen);
 
