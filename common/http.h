@@ -3,7 +3,9 @@
  * that connections are kept alive; requests with a body from memory or
  * streamed from a callback, streamed multipart uploads and streamed
  * downloads; every failure classified as temporary,
- * auth, permanent or protocol, and temporary ones retried with backoff.
+ * auth, permanent or protocol, and temporary ones retried with backoff
+ * (common/http.c; the classes, exit statuses, Retry-After and URL checks
+ * are in common/httpclass.c).
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_HTTP_H
