@@ -30,6 +30,7 @@
 #include "jsonl.h"
 #include "msg.h"
 #include "opt.h"
+#include "price.h"
 #include "reqindex.h"
 #include "result.h"
 #include "xmem.h"
@@ -60,11 +61,6 @@ struct job {
 	char			*ecode, *emsg;
 };
 
-struct price {
-	char	*model;
-	double	 in, out;	/* USD per million tokens */
-};
-
 struct rec {
 	struct opts		*o;
 	/* req.tag: 1 + the last job naming its file, or 0; req.state: 0
@@ -74,8 +70,7 @@ struct rec {
 	size_t			 njobs;
 	int			*mprice;	/* price of each model; -2 not looked up */
 	size_t			 nmprice;
-	struct price		*prices;
-	size_t			 nprices;
+	struct prices		 prices;	/* --prices */
 	struct result_parser	 rp;
 	yajl_gen		 g;
 	unsigned long		 nout[3], npending, nunclaimed, nunknown, ndup, nbad;
@@ -101,32 +96,6 @@ reject(struct rec *rc)
 		qb_die(QB_EX_DATAERR, "stopped at the first rejected line (--strict)");
 }
 
-/* Index of the price for model: exact, else the longest priced name that
- * model starts with, followed by '-' (gpt-4o-2024-08-06 -> gpt-4o). */
-static int
-price_find(const struct rec *rc, const char *model)
-{
-	size_t i, n, best = 0;
-	int at = -1;
-
-	if (model == NULL)
-		return -1;
-	for (i = 0; i < rc->nprices; i++)
-		if (strcmp(rc->prices[i].model, model) == 0)
-			return (int)i;
-	for (i = 0; i < rc->nprices; i++) {
-		n = strlen(rc->prices[i].model);
-		/* A dated snapshot (gpt-4o-2024-08-06) has its model's
-		 * price; another model (gpt-4o-mini) does not. */
-		if (n > best && strncmp(rc->prices[i].model, model, n) == 0 &&
-		    model[n] == '-' && model[n + 1] >= '0' && model[n + 1] <= '9') {
-			best = n;
-			at = (int)i;
-		}
-	}
-	return at;
-}
-
 /* The cost of r in USD, or -1 when its usage or price is unknown: the
  * price of the requested model, else that of the model that answered. */
 static double
@@ -134,7 +103,7 @@ cost(struct rec *rc, const struct req *q, const struct result *r)
 {
 	int p = -1;
 
-	if (rc->nprices == 0 || r->in_tok < 0)
+	if (rc->prices.n == 0 || r->in_tok < 0)
 		return -1;
 	/* Models are added as files are indexed, between outcomes. */
 	for (; rc->nmprice < rc->ri.models.n; rc->nmprice++) {
@@ -144,14 +113,14 @@ cost(struct rec *rc, const struct req *q, const struct result *r)
 	}
 	if (q != NULL && q->model > 0) {
 		if (rc->mprice[q->model - 1] == -2)
-			rc->mprice[q->model - 1] = price_find(rc,
+			rc->mprice[q->model - 1] = price_find(&rc->prices,
 			    idmap_key(&rc->ri.models, q->model - 1));
 		p = rc->mprice[q->model - 1];
 	}
-	if (p < 0 && (p = price_find(rc, r->model)) < 0)
+	if (p < 0 && (p = price_find(&rc->prices, r->model)) < 0)
 		return -1;
-	return ((double)r->in_tok * rc->prices[p].in +
-	    (double)r->out_tok * rc->prices[p].out) / 1e6;
+	return ((double)r->in_tok * rc->prices.p[p].in +
+	    (double)r->out_tok * rc->prices.p[p].out) / 1e6;
 }
 
 /* Write the outcome of request idx from result r. */
@@ -454,52 +423,6 @@ finish(struct rec *rc)
 }
 
 static void
-load_prices(struct rec *rc, const char *path)
-{
-	struct jsonl_reader r;
-	struct price *p;
-	yajl_val v, in, out;
-	const char *model;
-	char *line;
-	size_t len;
-	int ch;
-
-	if (jsonl_open(&r, path) == -1)
-		qb_diesys(QB_EX_NOINPUT, "%s", path);
-	while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
-		if (ch == JSONL_IOERR)
-			qb_die(QB_EX_IOERR, "%s: cannot read the prices", r.name);
-		if (ch == JSONL_BAD || (v = jsonl_tree(&r, line, len)) == NULL) {
-			reject(rc);
-			continue;
-		}
-		model = json_str(v, "model");
-		in = json_get(v, "input_per_mtok");
-		out = json_get(v, "output_per_mtok");
-		if (model == NULL || !YAJL_IS_DOUBLE(in) || !YAJL_IS_DOUBLE(out) ||
-		    YAJL_GET_DOUBLE(in) < 0 || YAJL_GET_DOUBLE(out) < 0) {
-			qb_lwarn(r.name, r.lineno, "expected \"model\" and numbers "
-			    "\"input_per_mtok\", \"output_per_mtok\" >= 0");
-			reject(rc);
-		} else if (price_find(rc, model) >= 0 &&
-		    strcmp(rc->prices[price_find(rc, model)].model, model) == 0) {
-			qb_lwarn(r.name, r.lineno, "second price for model \"%s\"; "
-			    "the first one stands", model);
-			reject(rc);
-		} else {
-			rc->prices = xreallocarray(rc->prices, rc->nprices + 1,
-			    sizeof(*rc->prices));
-			p = &rc->prices[rc->nprices++];
-			p->model = xstrdup(model);
-			p->in = YAJL_GET_DOUBLE(in);
-			p->out = YAJL_GET_DOUBLE(out);
-		}
-		yajl_tree_free(v);
-	}
-	jsonl_close(&r);
-}
-
-static void
 summary(const struct rec *rc)
 {
 	char c[64] = "", un[96] = "";
@@ -508,7 +431,7 @@ summary(const struct rec *rc)
 	if (rc->nunclaimed > 0)
 		snprintf(un, sizeof(un), "; %lu in no job read, left without "
 		    "outcome", rc->nunclaimed);
-	if (rc->nprices > 0) {
+	if (rc->prices.n > 0) {
 		n = (size_t)snprintf(c, sizeof(c), "; cost $%.8f", rc->cost);
 		while (n > 0 && c[n - 1] == '0' && c[n - 3] != '.')
 			c[--n] = '\0';
@@ -532,10 +455,8 @@ rec_free(struct rec *rc)
 		free(rc->jobs[i].ecode);
 		free(rc->jobs[i].emsg);
 	}
-	for (i = 0; i < rc->nprices; i++)
-		free(rc->prices[i].model);
 	free(rc->jobs);
-	free(rc->prices);
+	prices_free(&rc->prices);
 	free(rc->mprice);
 	free(rc->o->req);
 	reqindex_free(&rc->ri);
@@ -609,7 +530,7 @@ main(int argc, char *argv[])
 	reqindex_init(&rc.ri, ownkeys, o.strict);
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	if (o.prices != NULL)
-		load_prices(&rc, o.prices);
+		rc.nbad += prices_load(&rc.prices, o.prices, o.strict);
 	for (k = 0; k < o.nreq; k++)
 		if (reqindex_file(&rc.ri, o.req[k], 0) == -1)
 			qb_diesys(QB_EX_NOINPUT, "%s", o.req[k]);
