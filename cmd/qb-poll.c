@@ -329,27 +329,31 @@ replace(void *arg, const char *line, size_t len, yajl_val rec, FILE *out)
 	return 0;
 }
 
-static void
-add(struct poll *P, struct jsonl_reader *rd, const char *line, size_t len,
+/* jsonl_each callback: keep one job record. */
+static int
+add(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
     yajl_val rec)
 {
+	struct poll *P = arg;
 	struct job *j;
 	const char *id;
 	size_t i;
 	int isnew;
 
-	if (json_get(rec, "batch_id") == NULL && json_get(rec, "intent") != NULL) {
-		yajl_tree_free(rec);	/* qb-submit's note, not a job */
-		return;
-	}
+	if (json_get(rec, "batch_id") == NULL && json_get(rec, "intent") != NULL)
+		return 0;	/* qb-submit's note, not a job */
 	if ((id = json_str(rec, "batch_id")) == NULL || *id == '\0') {
 		qb_lwarn(rd->name, rd->lineno, "expected string for \"batch_id\"");
 		if (P->o->strict)
 			qb_die(QB_EX_DATAERR, "stopped at the first bad line "
 			    "(--strict)");
 		P->rejected = 1;
-		yajl_tree_free(rec);
-		return;
+		return 0;
+	}
+	if (P->nnames == 0 || strcmp(P->names[P->nnames - 1], rd->name) != 0) {
+		P->names = xreallocarray(P->names, P->nnames + 1,
+		    sizeof(*P->names));
+		P->names[P->nnames++] = xstrdup(rd->name);
 	}
 	P->job = xreallocarray(P->job, P->njob + 1, sizeof(*P->job));
 	j = &P->job[P->njob];
@@ -364,34 +368,19 @@ add(struct poll *P, struct jsonl_reader *rd, const char *line, size_t len,
 	if (isnew)
 		P->jix = xreallocarray(P->jix, P->ids.n, sizeof(*P->jix));
 	P->jix[i] = P->njob++;
+	return 1;
 }
 
 static void
 readjobs(struct poll *P, const char *path)
 {
-	struct jsonl_reader rd;
-	yajl_val rec;
-	char *line;
-	size_t len;
-	int ch;
+	unsigned long nbad = 0;
+	int rc;
 
-	if (jsonl_open(&rd, path) == -1)
-		qb_diesys(QB_EX_NOINPUT, "%s", path);
-	P->names = xreallocarray(P->names, P->nnames + 1, sizeof(*P->names));
-	P->names[P->nnames++] = xstrdup(rd.name);
-	while ((ch = jsonl_next(&rd, &line, &len)) != JSONL_EOF) {
-		if (ch == JSONL_IOERR)
-			qb_die(QB_EX_IOERR, "%s: stopped", rd.name);
-		rec = ch == JSONL_BAD ? NULL : jsonl_tree(&rd, line, len);
-		if (rec != NULL)
-			add(P, &rd, line, len, rec);
-		else if (P->o->strict)
-			qb_die(QB_EX_DATAERR, "stopped at the first bad line "
-			    "(--strict)");
-		else
-			P->rejected = 1;
-	}
-	jsonl_close(&rd);
+	if ((rc = jsonl_each(path, P->o->strict, add, P, &nbad)) != 0)
+		exit(rc);	/* reported */
+	if (nbad > 0)
+		P->rejected = 1;
 }
 
 /*

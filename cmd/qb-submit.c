@@ -492,6 +492,25 @@ summary(const struct run *r)
 	buf_free(&b);
 }
 
+/* jsonl_each callback: one pack record. */
+static int
+take(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
+    yajl_val rec)
+{
+	struct run *r = arg;
+	const char *file;
+
+	if (!r->stop) {
+		submit(r, rd, rec);
+		return 0;
+	}
+	file = json_str(rec, "file");
+	qb_lwarn(rd->name, rd->lineno, "%s: not submitted (stopped after an "
+	    "earlier failure)", file != NULL ? file : "record");
+	r->nnot++;
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -507,13 +526,10 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	static char *stdin_only[] = { "-", NULL };
-	struct jsonl_reader rd;
 	struct opts o;
 	struct run r;
-	yajl_val rec;
-	char **files, *line;
+	char **files;
 	const char *errstr, *env;
-	size_t len;
 	int ch, i, rc = QB_EX_OK;
 
 	qb_setprog(argv[0]);
@@ -589,35 +605,9 @@ main(int argc, char *argv[])
 		    (rc = ledger_refresh(&r.led)) != 0)
 			exit(rc);
 	}
-	for (i = 0; files[i] != NULL; i++) {
-		if (jsonl_open(&rd, files[i]) == -1) {
-			qb_warnsys("%s", files[i]);
-			rc = QB_EX_NOINPUT;
-			continue;
-		}
-		while ((ch = jsonl_next(&rd, &line, &len)) != JSONL_EOF) {
-			if (ch == JSONL_IOERR) {
-				rc = QB_EX_IOERR;
-				break;
-			}
-			rec = ch == JSONL_BAD ? NULL : jsonl_tree(&rd, line, len);
-			if (rec == NULL && o.strict)
-				qb_die(QB_EX_DATAERR, "stopped at the first bad "
-				    "line (--strict)");
-			if (rec == NULL)
-				r.nrej++;
-			else if (r.stop) {
-				qb_lwarn(rd.name, rd.lineno, "%s: not submitted "
-				    "(stopped after an earlier failure)",
-				    json_str(rec, "file") ? json_str(rec, "file") :
-				    "record");
-				r.nnot++;
-			} else
-				submit(&r, &rd, rec);
-			yajl_tree_free(rec);
-		}
-		jsonl_close(&rd);
-	}
+	for (i = 0; files[i] != NULL; i++)
+		if ((ch = jsonl_each(files[i], o.strict, take, &r, &r.nrej)) != 0)
+			rc = ch;
 	summary(&r);
 	free(r.reuse);
 	provider_conns_free(&r.conns);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exits.h"
 #include "json.h"
 #include "jsonl.h"
 #include "msg.h"
@@ -200,4 +201,41 @@ jsonl_tree(struct jsonl_reader *r, const char *line, size_t len)
 		return NULL;
 	}
 	return v;
+}
+
+int
+jsonl_each(const char *path, int strict, jsonl_fn fn, void *arg,
+    unsigned long *nbad)
+{
+	struct jsonl_reader r;
+	yajl_val rec;
+	char *line;
+	size_t len;
+	int ch, rc = 0;
+
+	if (jsonl_open(&r, path) == -1) {
+		qb_warnsys("%s", path == NULL || strcmp(path, "-") == 0 ?
+		    "<stdin>" : path);
+		return QB_EX_NOINPUT;
+	}
+	while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
+		if (ch == JSONL_IOERR) {
+			rc = QB_EX_IOERR;
+			break;
+		}
+		rec = ch == JSONL_BAD ? NULL : jsonl_tree(&r, line, len);
+		if (rec == NULL) {
+			if (strict)
+				qb_die(QB_EX_DATAERR, "stopped at the first bad "
+				    "line (--strict)");
+			(*nbad)++;
+			continue;
+		}
+		if ((ch = fn(arg, &r, line, len, rec)) != 1)
+			yajl_tree_free(rec);
+		if (ch < 0)
+			break;
+	}
+	jsonl_close(&r);
+	return rc;
 }

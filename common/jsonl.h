@@ -59,4 +59,24 @@ void jsonl_close(struct jsonl_reader *r);
  */
 yajl_val jsonl_tree(struct jsonl_reader *r, const char *line, size_t len);
 
+/*
+ * Called by jsonl_each for each line that is a JSON object: rec is its
+ * tree, line and len its bytes, r the reader (for r->name and r->lineno
+ * in messages). Return 0 to go on (rec is freed after the call), 1 to go
+ * on keeping rec (fn frees it later with yajl_tree_free), or -1 to stop
+ * reading this input (rec is freed).
+ */
+typedef int (*jsonl_fn)(void *arg, struct jsonl_reader *r, const char *line,
+    size_t len, yajl_val rec);
+/*
+ * Read every line of path ("-" for standard input) and hand each object
+ * to fn. A line that is not an object is reported (FILE:LINE) and
+ * counted in *nbad; if strict, it ends the run with exit 65 instead.
+ * Returns 0 (also when fn stopped); QB_EX_NOINPUT when path cannot be
+ * opened, QB_EX_IOERR when it could not be read to its end: both are
+ * reported, and the caller decides whether the run goes on.
+ */
+int jsonl_each(const char *path, int strict, jsonl_fn fn, void *arg,
+    unsigned long *nbad);
+
 #endif

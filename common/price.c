@@ -36,59 +36,57 @@ price_find(const struct prices *ps, const char *model)
 	return at;
 }
 
-/* A skipped line: counted, or the end of the run under strict. */
-static size_t
-skip(int strict)
+struct load {
+	struct prices	*ps;
+	int		 strict;
+	unsigned long	 nbad;
+};
+
+/* jsonl_each callback: one price line. */
+static int
+take(void *arg, struct jsonl_reader *r, const char *line, size_t len,
+    yajl_val v)
 {
-	if (strict)
-		qb_die(QB_EX_DATAERR, "stopped at the first rejected line (--strict)");
-	return 1;
+	struct load *l = arg;
+	struct prices *ps = l->ps;
+	struct price *p;
+	yajl_val in, out;
+	const char *model = json_str(v, "model");
+	int at;
+
+	in = json_get(v, "input_per_mtok");
+	out = json_get(v, "output_per_mtok");
+	if (model == NULL || !YAJL_IS_DOUBLE(in) || !YAJL_IS_DOUBLE(out) ||
+	    YAJL_GET_DOUBLE(in) < 0 || YAJL_GET_DOUBLE(out) < 0)
+		qb_lwarn(r->name, r->lineno, "expected \"model\" and numbers "
+		    "\"input_per_mtok\", \"output_per_mtok\" >= 0");
+	else if ((at = price_find(ps, model)) >= 0 &&
+	    strcmp(ps->p[at].model, model) == 0)
+		qb_lwarn(r->name, r->lineno, "second price for model \"%s\"; "
+		    "the first one stands", model);
+	else {
+		ps->p = xreallocarray(ps->p, ps->n + 1, sizeof(*ps->p));
+		p = &ps->p[ps->n++];
+		p->model = xstrdup(model);
+		p->in = YAJL_GET_DOUBLE(in);
+		p->out = YAJL_GET_DOUBLE(out);
+		return 0;
+	}
+	if (l->strict)
+		qb_die(QB_EX_DATAERR, "stopped at the first bad line (--strict)");
+	l->nbad++;
+	return 0;
 }
 
 size_t
 prices_load(struct prices *ps, const char *path, int strict)
 {
-	struct jsonl_reader r;
-	struct price *p;
-	yajl_val v, in, out;
-	const char *model;
-	char *line;
-	size_t len, nbad = 0;
-	int ch, at;
+	struct load l = { ps, strict, 0 };
+	int rc;
 
-	if (jsonl_open(&r, path) == -1)
-		qb_diesys(QB_EX_NOINPUT, "%s", path);
-	while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
-		if (ch == JSONL_IOERR)
-			qb_die(QB_EX_IOERR, "%s: cannot read the prices", r.name);
-		if (ch == JSONL_BAD || (v = jsonl_tree(&r, line, len)) == NULL) {
-			nbad += skip(strict);
-			continue;
-		}
-		model = json_str(v, "model");
-		in = json_get(v, "input_per_mtok");
-		out = json_get(v, "output_per_mtok");
-		if (model == NULL || !YAJL_IS_DOUBLE(in) || !YAJL_IS_DOUBLE(out) ||
-		    YAJL_GET_DOUBLE(in) < 0 || YAJL_GET_DOUBLE(out) < 0) {
-			qb_lwarn(r.name, r.lineno, "expected \"model\" and numbers "
-			    "\"input_per_mtok\", \"output_per_mtok\" >= 0");
-			nbad += skip(strict);
-		} else if ((at = price_find(ps, model)) >= 0 &&
-		    strcmp(ps->p[at].model, model) == 0) {
-			qb_lwarn(r.name, r.lineno, "second price for model \"%s\"; "
-			    "the first one stands", model);
-			nbad += skip(strict);
-		} else {
-			ps->p = xreallocarray(ps->p, ps->n + 1, sizeof(*ps->p));
-			p = &ps->p[ps->n++];
-			p->model = xstrdup(model);
-			p->in = YAJL_GET_DOUBLE(in);
-			p->out = YAJL_GET_DOUBLE(out);
-		}
-		yajl_tree_free(v);
-	}
-	jsonl_close(&r);
-	return nbad;
+	if ((rc = jsonl_each(path, strict, take, &l, &l.nbad)) != 0)
+		exit(rc);	/* reported */
+	return l.nbad;
 }
 
 void

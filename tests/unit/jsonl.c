@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "buf.h"
+#include "exits.h"
 #include "idmap.h"
 #include "json.h"
 #include "jsonl.h"
@@ -264,6 +266,51 @@ test_sha256(void)
 	    "sha256 of a million a's, fed byte by byte");
 }
 
+/* jsonl_each callback: note each id; keep the tree of "k", stop at "s". */
+static yajl_val kept;
+static int
+each(void *arg, struct jsonl_reader *r, const char *line, size_t len,
+    yajl_val rec)
+{
+	struct buf *b = arg;
+	const char *id = json_str(rec, "id");
+
+	buf_printf(b, "%lu:%s|", r->lineno, id != NULL ? id : "?");
+	if (id != NULL && strcmp(id, "k") == 0) {
+		kept = rec;
+		return 1;
+	}
+	return id != NULL && strcmp(id, "s") == 0 ? -1 : 0;
+}
+
+static void
+test_each(void)
+{
+	struct buf b = BUF_INIT;
+	unsigned long nbad = 0;
+	char *path;
+	int rc;
+
+	path = writefile("each", "{\"id\":\"a\"}\n[1]\n\n{\"id\":\"k\"}\nnot json\n"
+	    "{\"id\":\"s\"}\n{\"id\":\"never\"}\n", 62);
+	printf("# two bad lines are expected to be reported below\n");
+	fflush(stdout);
+	rc = jsonl_each(path, 0, each, &b, &nbad);
+	TAP_OK(rc == 0, "jsonl_each: 0 at the end or when fn stops");
+	tap_is(b.p, "1:a|4:k|6:s|", "jsonl_each: objects only, with their line numbers; -1 stops");
+	TAP_OK(nbad == 2, "jsonl_each: two bad lines counted");
+	TAP_OK(kept != NULL && strcmp(json_str(kept, "id"), "k") == 0,
+	    "jsonl_each: a tree fn kept (1) is not freed");
+	yajl_tree_free(kept);
+	buf_reset(&b);
+	printf("# a missing file is expected to be reported below\n");
+	fflush(stdout);
+	rc = jsonl_each("/nonexistent/qb-unit", 0, each, &b, &nbad);
+	TAP_OK(rc == QB_EX_NOINPUT && b.len == 0, "jsonl_each: a missing file is QB_EX_NOINPUT");
+	buf_free(&b);
+	unlink(path);
+}
+
 int
 main(void)
 {
@@ -274,6 +321,7 @@ main(void)
 	test_scan();
 	test_ids();
 	test_sha256();
+	test_each();
 	{
 		static const char *const made[] = { "lf", "crlf", "nonl", "blank",
 		    "bom", "straddle", "long", "huge", "in.jsonl.gz", NULL };
