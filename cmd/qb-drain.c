@@ -261,53 +261,61 @@ drain(struct run *R)
 	free(b.m);
 }
 
+/* What enqueue reads with: the run, and the ids seen so far. */
+struct enq {
+	struct run	*R;
+	struct idmap	 ids;		/* an id twice would lose one item later */
+};
+
+/* jsonl_each callback: send one item to the queue. */
+static int
+enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
+    yajl_val v)
+{
+	struct enq *E = arg;
+	struct run *R = E->R;
+	const char *id, *why = NULL;
+	int rc, isnew;
+
+	if (((id = json_str(v, "custom_id")) != NULL ||
+	    (id = json_str(v, "id")) != NULL) &&
+	    (why = id_check(id, strlen(id))) != NULL)
+		qb_lwarn(r->name, r->lineno, "%s", why);
+	else if (id != NULL &&
+	    (idmap_put(&E->ids, id, strlen(id), &isnew), !isnew)) {
+		why = "duplicate";
+		qb_lwarn(r->name, r->lineno, "duplicate id \"%s\" in this "
+		    "run; not enqueued", id);
+	}
+	if (why != NULL) {
+		if (R->o->strict)
+			exit(QB_EX_DATAERR);
+		R->rc = QB_EX_PARTIAL;
+		return 0;
+	}
+	if ((rc = R->q->send(R->q, line, len)) != 0)
+		exit(rc);
+	return 0;
+}
+
 static void
 enqueue(struct run *R, char **files, int nfiles)
 {
-	struct jsonl_reader r;
-	struct idmap ids;		/* an id twice would lose one item later */
-	const char *id, *why;
-	yajl_val v;
-	size_t len;
-	char *line;
-	int i, ch, isnew;
+	struct enq E;
+	unsigned long nbad = 0;
+	int i, rc;
 
-	idmap_init(&ids);
-	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
-		if (jsonl_open(&r, nfiles ? files[i] : "-") == -1)
-			qb_diesys(QB_EX_NOINPUT, "%s", files[i]);
-		while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
-			if (ch == JSONL_IOERR)
-				exit(QB_EX_IOERR);
-			v = NULL;
-			why = NULL;
-			if (ch == JSONL_BAD || (v = jsonl_tree(&r, line, len)) == NULL)
-				why = "";
-			else if (((id = json_str(v, "custom_id")) != NULL ||
-			    (id = json_str(v, "id")) != NULL) &&
-			    (why = id_check(id, strlen(id))) != NULL)
-				qb_lwarn(r.name, r.lineno, "%s", why);
-			else if (id != NULL &&
-			    (idmap_put(&ids, id, strlen(id), &isnew), !isnew)) {
-				why = "duplicate";
-				qb_lwarn(r.name, r.lineno, "duplicate id \"%s\" in this "
-				    "run; not enqueued", id);
-			}
-			yajl_tree_free(v);
-			if (why != NULL) {
-				if (R->o->strict)
-					exit(QB_EX_DATAERR);
-				R->rc = QB_EX_PARTIAL;
-				continue;
-			}
-			if ((ch = R->q->send(R->q, line, len)) != 0)
-				exit(ch);
-		}
-		jsonl_close(&r);
-	}
-	idmap_free(&ids);
-	if ((ch = R->q->flush(R->q)) != 0)
-		exit(ch);
+	E.R = R;
+	idmap_init(&E.ids);
+	for (i = 0; i < (nfiles ? nfiles : 1); i++)
+		if ((rc = jsonl_each(nfiles ? files[i] : "-", R->o->strict,
+		    enq_line, &E, &nbad)) != 0)
+			exit(rc);	/* reported */
+	if (nbad > 0)
+		R->rc = QB_EX_PARTIAL;
+	idmap_free(&E.ids);
+	if ((rc = R->q->flush(R->q)) != 0)
+		exit(rc);
 }
 
 int
