@@ -6,7 +6,8 @@
  * Writes files of {"custom_id","method","url","body"} lines (OpenAI) or
  * {"custom_id","params"} lines (Anthropic), one (endpoint, model) each,
  * split at the provider's request and byte caps or smaller ones given.
- * Request bodies are validated and copied through as bytes, never rebuilt.
+ * Request bodies are validated and copied through as bytes, never rebuilt,
+ * save for CR bytes between their tokens: output is LF only.
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
@@ -33,13 +34,15 @@
 #include "xmem.h"
 
 static const char usage[] =
-    "[-hqVv] [--strict] -d dir [-b bytes] [-e endpoint] [-n requests]\n"
-    "       [-p provider] [file ...]";
+    "[-hqVv] [--strict] -d dir [-b bytes] [-e endpoint]\n"
+    "       [--max-line-bytes bytes] [-n requests] [-p provider] [file ...]";
 static const char help[] =
     "  -b, --max-bytes N      split files at N bytes (default: provider cap)\n"
     "  -d, --dir DIR          write batch files into DIR (required)\n"
     "  -e, --endpoint PATH    endpoint for items that name none (default\n"
     "                         /v1/chat/completions; anthropic: /v1/messages)\n"
+    "      --max-line-bytes N refuse lines over N bytes (default:\n"
+    "                         QB_MAX_LINE_BYTES, else no cap)\n"
     "  -n, --max-requests N   split files at N requests (default: provider cap)\n"
     "  -p, --provider NAME    openai (default), azure or anthropic\n"
     "      --strict           stop at the first bad line (exit 65)\n"
@@ -51,6 +54,8 @@ struct opts {
 	const struct provider	*prov;
 	long long		 max_requests;
 	long long		 max_bytes;
+	long long		 max_line;	/* --max-line-bytes; 0: none */
+	long long		 longest;	/* longest line packed, newline not counted */
 	int			 strict;
 };
 
@@ -86,6 +91,7 @@ struct packer {
 	struct json_scan scan;
 	yajl_gen	 gen;		/* batch file lines */
 	yajl_gen	 rec;		/* pack records */
+	struct buf	 nocr;		/* a body without its CR bytes */
 	unsigned long	 nin, nbad, nfiles, nblank;
 };
 
@@ -228,6 +234,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	long ninputs;
 	struct group *g;
 	const unsigned char *out;
+	const char *body;
 
 	if (json_scan(s, line, len, err, sizeof(err)) == -1)
 		return bad(pk, r, "%s", err, NULL);
@@ -316,12 +323,43 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 		jout_key(pk->gen, "body");
 	} else
 		jout_key(pk->gen, "params");
-	jout_raw(pk->gen, line + s->span[ibody].off, s->span[ibody].len);
+	/*
+	 * The scan refused raw control bytes inside strings, so a CR in the
+	 * body is whitespace between tokens: dropping it keeps the meaning,
+	 * and hosts that require LF endings get no CR at all. yajl also
+	 * takes VT and FF there, which RFC 8259 does not, nor do the
+	 * providers' parsers: one such line would fail the whole batch.
+	 * (The line has no NUL: strcspn stops at the body's end or soon
+	 * after it.)
+	 */
+	body = line + s->span[ibody].off;
+	n = s->span[ibody].len;
+	if (strcspn(body, "\r\v\f") < n) {
+		buf_reset(&pk->nocr);
+		for (k = 0; k < n; k++)
+			if (body[k] == '\v' || body[k] == '\f') {
+				yajl_gen_clear(pk->gen);
+				yajl_gen_reset(pk->gen, NULL);
+				snprintf(err, sizeof(err), "%zu", (size_t)(body - line) + k + 1);
+				return bad(pk, r, "byte %s: %s is not JSON whitespace",
+				    err, body[k] == '\v' ? "a vertical tab" : "a form feed");
+			} else if (body[k] != '\r')
+				buf_putc(&pk->nocr, body[k]);
+		body = pk->nocr.p;
+		n = pk->nocr.len;
+	}
+	jout_raw(pk->gen, body, n);
 	jout_close(pk->gen);
 	yajl_gen_get_buf(pk->gen, &out, &n);
-	if ((long long)n + 1 > pk->o->max_bytes) {
+	/* One test for both caps; which one it was matters only here. */
+	if ((long long)n > pk->o->longest) {
 		yajl_gen_clear(pk->gen);
 		yajl_gen_reset(pk->gen, NULL);
+		if (pk->o->max_line > 0 && (long long)n > pk->o->max_line) {
+			snprintf(err, sizeof(err), "line of %zu bytes exceeds the "
+			    "line cap of %lld bytes", n, pk->o->max_line);
+			return bad(pk, r, "%s for id \"%s\"", err, id);
+		}
 		snprintf(err, sizeof(err), "%zu", n + 1);
 		return bad(pk, r, "line exceeds per-file byte cap (%s bytes) for id \"%s\"",
 		    err, id);
@@ -389,6 +427,7 @@ main(int argc, char *argv[])
 		{ "dir", required_argument, NULL, 'd' },
 		{ "endpoint", required_argument, NULL, 'e' },
 		{ "max-bytes", required_argument, NULL, 'b' },
+		{ "max-line-bytes", required_argument, NULL, 'L' },
 		{ "max-requests", required_argument, NULL, 'n' },
 		{ "provider", required_argument, NULL, 'p' },
 		{ "strict", no_argument, NULL, 'S' },
@@ -398,7 +437,7 @@ main(int argc, char *argv[])
 	struct opts o;
 	struct packer pk;
 	struct jsonl_reader r;
-	const char *errstr, *pname = "openai";
+	const char *errstr, *env, *pname = "openai";
 	char *line;
 	size_t len, i;
 	int ch, rc, k, nfile;
@@ -408,6 +447,12 @@ main(int argc, char *argv[])
 
 	qb_setprog(argv[0]);
 	memset(&o, 0, sizeof(o));
+	if ((env = getenv("QB_MAX_LINE_BYTES")) != NULL && *env != '\0') {
+		o.max_line = qb_parse_bytes(env, 1LL << 50, &errstr);
+		if (errstr != NULL)
+			qb_die(QB_EX_CONFIG, "QB_MAX_LINE_BYTES \"%s\" is %s", env,
+			    errstr);
+	}
 	while ((ch = getopt_long(argc, argv, "b:d:e:hn:p:qVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'b':
@@ -423,6 +468,12 @@ main(int argc, char *argv[])
 			if (optarg[0] != '/')
 				qb_die(QB_EX_USAGE, "--endpoint %s: not a path such as "
 				    "/v1/chat/completions", optarg);
+			break;
+		case 'L':
+			o.max_line = qb_parse_bytes(optarg, 1LL << 50, &errstr);
+			if (errstr != NULL)
+				qb_die(QB_EX_USAGE, "--max-line-bytes %s: %s", optarg,
+				    errstr);
 			break;
 		case 'n':
 			o.max_requests = qb_strtonum(optarg, 1, 1LL << 40, &errstr);
@@ -452,6 +503,10 @@ main(int argc, char *argv[])
 		o.max_requests = o.prov->max_requests;
 	if (o.max_bytes == 0 || o.max_bytes > o.prov->max_bytes)
 		o.max_bytes = o.prov->max_bytes;
+	/* A line must also fit, with its newline, in an empty file. */
+	o.longest = o.max_bytes - 1;
+	if (o.max_line > 0 && o.max_line < o.longest)
+		o.longest = o.max_line;
 	afile_need_dir(o.dir);
 	/* Records name files absolutely: cron runs the next tool elsewhere. */
 	if ((absdir = realpath(o.dir, NULL)) == NULL)
@@ -518,6 +573,7 @@ main(int argc, char *argv[])
 	free(pk.firstfile);
 	idmap_free(&pk.ids);
 	buf_free(&pk.scan.strs);
+	buf_free(&pk.nocr);
 	yajl_gen_free(pk.gen);
 	yajl_gen_free(pk.rec);
 	free(absdir);

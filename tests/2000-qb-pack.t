@@ -3,7 +3,7 @@
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
-plan 75
+plan 102
 
 # pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
 pack() {
@@ -212,6 +212,81 @@ like "$(cat "$T/err")" "bad-custom-id.anthropic.jsonl:2: custom_id has a charact
 printf '%s\n' '{"id":"n1","body":{"model":"m1","messages":[]}}' '{"id":"n2","body":{"model":"m1","max_tokens":4}}' >"$T/nomax.jsonl"
 pack "$T/dn" -p anthropic "$T/nomax.jsonl"
 is "$rc:$(sed 's/.*jsonl:\([0-9]\): no \("[a-z_]*"\).*/\1 \2/' "$T/err" | tr '\n' ' ')" '1:1 "max_tokens" 2 "messages" ' "anthropic: requests without max_tokens or messages refused"
+
+# LF only: CRLF endings, a BOM and CR between tokens inside a body (JSON
+# white space, copied otherwise byte for byte) never reach a batch file;
+# an escaped "\r\n" inside a string is content and stays
+for pv in openai azure anthropic; do
+	pack "$T/dc-$pv" -p "$pv" "$C/crlf-cr-in-body.jsonl"
+	if [ "$pv" = anthropic ]; then
+		h='{"custom_id":"%s","params":'
+	else
+		h='{"custom_id":"%s","method":"POST","url":"/v1/chat/completions","body":'
+	fi
+	{
+		printf "$h"'{"model":"m1","max_tokens":8,"messages":[{"role":"user","content":"a\\r\\nb"}]}}\n' c1
+		printf "$h"'{"model":"m1","max_tokens":8,"messages":[{"role":"user","content":"two"}]}}\n' c2
+		printf "$h"'{"model":"m1",\t"max_tokens":8,"messages":[]}}\n' c3
+	} >"$T/want-$pv"
+	is "$rc:$(cat "$T/err")" "0:" "LF only, $pv: every line packed"
+	check_same "$T"/dc-$pv/*.jsonl "$T/want-$pv" "LF only, $pv: the exact lines, CR between tokens dropped"
+	is "$(cat "$T"/dc-$pv/*.jsonl | tr -dc '\r' | wc -c | tr -d ' '):$(head -c 3 "$T"/dc-$pv/*.jsonl)" \
+	    '0:{"c' "LF only, $pv: no CR byte anywhere, no BOM at the start"
+done
+is "$(jqr '[.bytes, .tokens] | @tsv' "$T/out")" "$(printf '%s\t7' "$(wc -c <"$T/want-anthropic" | tr -d ' ')")" \
+    "LF only: record bytes count the written lines, tokens as without CR"
+
+# VT and FF: yajl takes them as white space, RFC 8259 and the providers do
+# not, and one such line fails a whole batch: refused, with the byte
+printf '{"id":"v1","body":{"model":"m1",\v"messages":[]}}\n{"id":"v2","body":{"model":"m1","messages":[]\f}}\n{"id":"v3","body":{"model":"m1","messages":[]}}\n' >"$T/vtff.jsonl"
+pack "$T/dv" "$T/vtff.jsonl"
+is "$rc:$(cat "$T/err" | tr '\n' '|')" \
+    "1:qb-pack: $T/vtff.jsonl:1: byte 33: a vertical tab is not JSON whitespace|qb-pack: $T/vtff.jsonl:2: byte 46: a form feed is not JSON whitespace|" \
+    "VT and FF between tokens: refused, naming the byte"
+is "$(jqr .custom_id "$T"/dv/*.jsonl)" v3 "VT and FF: the other line is packed"
+
+# --max-line-bytes: the written line, newline not counted, against the cap;
+# the input's own spacing and CRLF do not count
+fixed=$(printf '{"custom_id":"L1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","p":""}}' | wc -c)
+mline() { printf '{"id": "%s", "body": {"model":"m1","p":"' "$1"; head -c "$2" /dev/zero | tr '\0' a; printf '"}}\r\n'; }
+{ mline L1 $((1000000 - fixed)); mline L2 $((1000001 - fixed)); mline L3 $((1000000 - fixed)); } >"$T/ml.jsonl"
+toolong="qb-pack: $T/ml.jsonl:2: line of 1000001 bytes exceeds the line cap of 1000000 bytes for id \"L2\""
+pack "$T/dl" --max-line-bytes 1M "$T/ml.jsonl"
+is "$rc:$(cat "$T/err")" "1:$toolong" "--max-line-bytes 1M: the 1000001-byte line refused with its size and the cap, exit 1"
+is "$(ids "$T/dl")" "L1 L3 " "--max-line-bytes 1M: the other lines still packed"
+is "$(cat "$T"/dl/*.jsonl | awk '{ print length($0) }' | tr '\n' ' '):$(jqr .bytes "$T/out")" \
+    "1000000 1000000 :2000002" "--max-line-bytes 1M: lines of exactly 1000000 bytes accepted"
+pack "$T/dl" "$T/ml.jsonl"
+is "$rc:$(ids "$T/dl")" "0:L1 L2 L3 " "no --max-line-bytes: no line cap beyond -b"
+pack "$T/dl" --strict --max-line-bytes 1000000 "$T/ml.jsonl"
+is "$rc:$(head -n 1 "$T/err"):$(wc -c <"$T/out" | tr -d ' '):$(ls "$T/dl" | wc -l | tr -d ' ')" \
+    "65:$toolong:0:0" "--max-line-bytes --strict: exit 65 at the line, no file left"
+pack "$T/dl" -b 1000001 --max-line-bytes 2MB "$T/ml.jsonl"
+is "$rc:$(cat "$T/err"):$(ids "$T/dl")" \
+    "1:qb-pack: $T/ml.jsonl:2: line exceeds per-file byte cap (1000002 bytes) for id \"L2\":L1 L3 " \
+    "-b under --max-line-bytes: -b refuses, newline counted"
+QB_MAX_LINE_BYTES=1000k pack "$T/dl" "$T/ml.jsonl"
+is "$rc:$(cat "$T/err"):$(ids "$T/dl")" "1:$toolong:L1 L3 " "QB_MAX_LINE_BYTES is the default cap"
+QB_MAX_LINE_BYTES=10 pack "$T/dl" --max-line-bytes 1M "$T/ml.jsonl"
+is "$rc:$(cat "$T/err")" "1:$toolong" "--max-line-bytes overrides QB_MAX_LINE_BYTES"
+QB_MAX_LINE_BYTES= pack "$T/dl" "$T/ml.jsonl"
+is "$rc:$(ids "$T/dl")" "0:L1 L2 L3 " "QB_MAX_LINE_BYTES empty: no cap"
+QB_MAX_LINE_BYTES=lots pack "$T/dl" "$T/ml.jsonl"
+is "$rc:$(cat "$T/err"):$(ls "$T/dl" | wc -l | tr -d ' ')" \
+    '78:qb-pack: QB_MAX_LINE_BYTES "lots" is invalid:0' "QB_MAX_LINE_BYTES bad: exit 78, nothing written"
+QB_MAX_LINE_BYTES=0 pack "$T/dl" "$T/ml.jsonl"
+is "$rc:$(cat "$T/err")" '78:qb-pack: QB_MAX_LINE_BYTES "0" is too small' "QB_MAX_LINE_BYTES 0: exit 78"
+pack "$T/dl" --max-line-bytes 0 "$T/ml.jsonl"
+is "$rc:$(cat "$T/err")" "64:qb-pack: --max-line-bytes 0: too small" "--max-line-bytes 0: usage error"
+pack "$T/dl" --max-line-bytes 1X "$T/ml.jsonl"
+is "$rc:$(cat "$T/err")" "64:qb-pack: --max-line-bytes 1X: invalid" "--max-line-bytes 1X: usage error"
+# c1 is written as 105 bytes, with 4 CR fewer than its scanned body has
+pack "$T/dl" --max-line-bytes 105 -p anthropic "$C/crlf-cr-in-body.jsonl"
+is "$rc:$(ids "$T/dl")" "0:c1 c2 c3 " "--max-line-bytes: measured after CR between tokens is dropped"
+pack "$T/dl" --max-line-bytes 104 -p anthropic "$C/crlf-cr-in-body.jsonl"
+is "$rc:$(cat "$T/err"):$(ids "$T/dl")" \
+    "1:qb-pack: $C/crlf-cr-in-body.jsonl:1: line of 105 bytes exceeds the line cap of 104 bytes for id \"c1\":c2 c3 " \
+    "--max-line-bytes: the anthropic line as written is what counts"
 
 # real files from ../shared/fixtures: bodies unchanged
 if [ -e "$SHARED/fixtures/openai-batch-input-2024-05.jsonl" ]; then
