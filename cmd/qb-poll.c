@@ -146,9 +146,10 @@ trouble(struct poll *P, int rc)
 }
 
 /*
- * Download the result files of an ended batch. Returns 0 with the paths
- * in paths[] (owned by the caller), or the first failure's exit status
- * with the file and the reason in why (whylen bytes).
+ * Download the result files of an ended batch, each tried even when
+ * another failed, into paths[] (*n of them, owned by the caller).
+ * Returns 0, or the first failure's exit status with the file and the
+ * reason in why (whylen bytes).
  */
 static int
 fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
@@ -157,28 +158,39 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 {
 	struct afile a;
 	struct buf path = BUF_INIT;
-	int i, rc = 0;
+	char err[sizeof(h->err) + 64];
+	long st = 0;
+	int i, e, rc = 0;
 
 	*n = 0;
-	for (i = 0; i < pj->nresult && rc == 0; i++) {
+	for (i = 0; i < pj->nresult; i++) {
 		buf_reset(&path);
 		buf_printf(&path, "%s%s%s.%s.jsonl", P->o->dir,
 		    strcmp(P->o->dir, "/") != 0 ? "/" : "", id,
 		    pj->result[i].kind);
 		if (afile_open(&a, path.p) == -1) {
-			snprintf(why, whylen, "%s: %s", path.p, strerror(errno));
-			qb_warn("%s", why);
+			if (rc == 0)
+				snprintf(why, whylen, "%s: %s", path.p,
+				    strerror(errno));
+			qb_warn("%s: %s", path.p, strerror(errno));
 			rc = QB_EX_IOERR;
 			break;
 		}
-		if ((rc = p->fetch(h, pj->result[i].ref, a.fp)) != 0) {
-			snprintf(why, whylen, "%s file %s: %s", pj->result[i].kind,
-			    pj->result[i].ref, h->err);
-			qb_lwarn(j->src, j->lineno, "%s: %s", id, why);
+		if ((e = p->fetch(h, pj->result[i].ref, a.fp)) != 0) {
+			snprintf(err, sizeof(err), "%s file %s: %s",
+			    pj->result[i].kind, pj->result[i].ref, h->err);
+			qb_lwarn(j->src, j->lineno, "%s: %s", id, err);
 			afile_abort(&a);
+			if (rc == 0) {
+				snprintf(why, whylen, "%s", err);
+				rc = e;
+				st = h->status;
+			}
 		} else if (afile_commit(&a, NULL) == -1) {
-			snprintf(why, whylen, "%s: %s", path.p, strerror(errno));
-			qb_warn("%s", why);
+			if (rc == 0)
+				snprintf(why, whylen, "%s: %s", path.p,
+				    strerror(errno));
+			qb_warn("%s: %s", path.p, strerror(errno));
 			rc = QB_EX_IOERR;
 		} else {
 			qb_note(1, "%s: wrote %s", id, path.p);
@@ -186,6 +198,7 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 		}
 	}
 	buf_free(&path);
+	h->status = st;		/* the first failure's */
 	return rc;
 }
 
@@ -273,8 +286,14 @@ poll_one(struct poll *P, struct job *j)
 	} else if (pj.ended) {
 		/*
 		 * Its results are paid for: never end a job without them.
-		 * Whatever the failure, a later run tries again.
+		 * Whatever the failure, a later run tries again. Those
+		 * fetched are listed: should the rest be gone for good,
+		 * qb-reap ends the job and they still count.
 		 */
+		if (n > 0) {
+			s.results = (const char *const *)paths;
+			s.nresults = n;
+		}
 		s.error = why;
 		s.error_status = rc == QB_EX_IOERR ? 0 : h->status;
 		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR) {

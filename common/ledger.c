@@ -146,6 +146,13 @@ ledger_runlock(struct ledger *l, const char *tool)
 	double deadline = now() + l->wait;
 	int fd, rc = 0;
 
+	/*
+	 * qb-poll -i and qb-reap -i both rewrite jobs from what they read
+	 * before talking to the provider: one lock keeps them apart, so
+	 * neither undoes what the other wrote.
+	 */
+	if (strcmp(tool, "reap") == 0)
+		tool = "poll";
 	buf_printf(&path, "%s.%s.lock", l->path, tool);
 	if ((fd = open(path.p, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) == -1) {
 		rc = errno == ENOENT ? QB_EX_NOINPUT : QB_EX_IOERR;
@@ -156,9 +163,10 @@ ledger_runlock(struct ledger *l, const char *tool)
 			qb_warnsys("lock file %s", path.p);
 			rc = QB_EX_IOERR;
 		} else if (now() >= deadline) {
-			qb_warn("another qb-%s holds %s (lock file %s; waited "
-			    "%g s, QB_LOCK_WAIT); try again later", tool,
-			    l->path, path.p, l->wait);
+			qb_warn("another %s holds %s (lock file %s; waited "
+			    "%g s, QB_LOCK_WAIT); try again later",
+			    strcmp(tool, "poll") == 0 ? "qb-poll -i or qb-reap -i" :
+			    "qb-submit", l->path, path.p, l->wait);
 			rc = QB_EX_TEMPFAIL;
 		} else
 			nanosleep(&nap, NULL);

@@ -61,11 +61,12 @@ int ledger_lock(struct ledger *l, int mode);
 void ledger_unlock(struct ledger *l);
 
 /*
- * Take the run lock of tool ("submit", "poll"): an exclusive flock(2) on
- * PATH.TOOL.lock beside the ledger (made if missing), held until
- * ledger_free. Waits up to l->wait seconds. Returns 0; or, reported,
- * QB_EX_TEMPFAIL ("another qb-TOOL holds PATH"), QB_EX_NOINPUT when the
- * ledger's directory is missing, QB_EX_IOERR.
+ * Take the run lock of tool ("submit", "poll", "reap"): an exclusive
+ * flock(2) on PATH.submit.lock, or for qb-poll and qb-reap, which both
+ * rewrite jobs, on the one PATH.poll.lock, beside the ledger (made if
+ * missing), held until ledger_free. Waits up to l->wait seconds. Returns
+ * 0; or, reported, QB_EX_TEMPFAIL ("another qb-submit holds PATH"),
+ * QB_EX_NOINPUT when the ledger's directory is missing, QB_EX_IOERR.
  */
 int ledger_runlock(struct ledger *l, const char *tool);
 /*

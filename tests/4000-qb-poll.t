@@ -4,7 +4,7 @@
 # -t as a deadline, Azure's status words and times, and -i on a ledger
 # (its run lock, intent lines).
 . "$(dirname "$0")/lib.sh"
-plan 93
+plan 95
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -161,6 +161,14 @@ is "$(jqr '[.created_at,.in_progress_at,.completed_at]|@tsv' "$T/out")" \
     "$(printf '2026-11-30T16:00:00Z\t2026-11-30T16:00:10.5Z\t2026-11-30T16:00:00Z')" \
     "RFC 3339 times kept, or made UTC when too long"
 
+# one result file fetched, the other gone: not ended, the first listed
+script "$(jq -nc --arg id "$AZ" --arg f "$FID" '{on:("GET /v1/batches/"+$id),status:200,body:{id:$id,object:"batch",
+    endpoint:"/v1/chat/completions",input_file_id:$f,completion_window:"24h",status:"completed",output_file_id:$f,
+    error_file_id:"file-gone",created_at:1764518400,request_counts:{total:2,completed:1,failed:1}}}')"
+check_exit 1 "an output file fetched and an error file gone" qb-poll -d res az.jsonl
+is "$(jqr '[.ended,.error.http_status,(.results|join(" "))]|@tsv' "$T/out")" "$(printf 'false\t404\t%s' "$R/$AZ.output.jsonl")" \
+    "not ended, the 404 kept, the fetched file listed"
+
 # the wait times out
 qb-submit ok.pack >job3.jsonl 2>/dev/null
 check_exit 75 "--wait past --timeout" qb-poll -w --interval 0.1 -t 0.3 -d res job3.jsonl
@@ -197,7 +205,7 @@ is "$(ls | grep -c 'led.jsonl.tmp')" 0 "no temporary ledger left"
 hold led.jsonl.poll.lock
 cp led.jsonl led.before
 check_exit 75 "-i while another qb-poll -i runs on the ledger" env QB_LOCK_WAIT=0.2 qb-poll -i led.jsonl -d res
-like "$(cat "$T/err")" "another qb-poll holds led.jsonl" "says so"
+like "$(cat "$T/err")" "another qb-poll -i or qb-reap -i holds led.jsonl" "says so"
 check_same led.jsonl led.before "ledger untouched"
 release
 
