@@ -10,7 +10,7 @@ LDLIBS = -lcurl -lyajl -lz -lm -lpthread
 override CFLAGS += -pthread -std=c99 -Wall -Wextra -Wno-unused-parameter
 override CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DQB_VERSION='"$(VERSION)"' -Icommon
 
-TOOLS = qb-pack qb-submit qb-poll qb-reconcile qb-drain
+TOOLS = qb-pack qb-submit qb-poll qb-reconcile qb-reap qb-drain
 BINS = $(TOOLS:%=cmd/%)
 COMMON_SRC = $(wildcard common/*.c)
 COMMON_OBJ = $(COMMON_SRC:.c=.o)

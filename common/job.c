@@ -11,7 +11,7 @@
 
 /* The members job_emit may set, in the order new ones are appended. */
 enum { S_PROVIDER, S_BATCH, S_INPUT, S_STATUS, S_ENDED, S_TIME, S_COUNTS,
-    S_ERRORS, S_RESULTS, S_ERROR };
+    S_ERRORS, S_RESULTS, S_ERROR, S_CANCEL, S_REAPED };
 
 struct slot {
 	const char	*key;
@@ -67,6 +67,15 @@ emit(yajl_gen g, const struct job_set *s, const struct slot *sl)
 			jout_kint(g, "http_status", s->error_status);
 		jout_close(g);
 		break;
+	case S_CANCEL:
+		jout_str(g, s->cancel_at);
+		break;
+	case S_REAPED:
+		jout_open(g);
+		jout_kstr(g, "at", s->reaped_at);
+		jout_kstr(g, "reason", s->reaped_why);
+		jout_close(g);
+		break;
 	}
 }
 
@@ -74,7 +83,7 @@ void
 job_emit(yajl_gen g, yajl_val rec, const struct job_set *s)
 {
 	const struct provider_job *pj = s->pj;
-	struct slot sl[10 + JOB_TIMES];
+	struct slot sl[12 + JOB_TIMES];
 	const char *k;
 	size_t i;
 	int n = 0, j, t;
@@ -92,6 +101,8 @@ job_emit(yajl_gen g, yajl_val rec, const struct job_set *s)
 	ADD(pj != NULL && pj->errors != NULL, "errors", S_ERRORS, 0);
 	ADD(s->results != NULL, "results", S_RESULTS, 0);
 	ADD(s->error != NULL, "error", S_ERROR, 0);
+	ADD(s->cancel_at != NULL, "cancel_requested_at", S_CANCEL, 0);
+	ADD(s->reaped_at != NULL, "reaped", S_REAPED, 0);
 #undef ADD
 	jout_open(g);
 	for (i = 0; YAJL_IS_OBJECT(rec) && i < rec->u.object.len; i++) {

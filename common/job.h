@@ -20,6 +20,9 @@ struct job_set {
 	int		 nresults;
 	const char	*error;		/* "error": {"message":..., "http_status":...} */
 	long		 error_status;	/* its HTTP status, 0 for none */
+	const char	*cancel_at;	/* "cancel_requested_at": RFC 3339 (qb-reap) */
+	const char	*reaped_at;	/* "reaped": {"at":reaped_at, */
+	const char	*reaped_why;	/*   "reason":reaped_why} (qb-reap) */
 };
 
 /*

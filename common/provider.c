@@ -247,7 +247,12 @@ provider_batch_call(struct http *h, const char *method, const char *collection,
 		return QB_EX_DATAERR;
 	buf_printf(&path, "%s/%s%s", collection, id, suffix);
 	http_resp_init(&r);
-	c = http_json(h, method, path.p, NULL, 0, 0, &r);
+	/*
+	 * A POST (cancel) is retried only on 429, 5xx or when it surely was
+	 * not sent: a 409 says the batch has ended (PROVIDERS.md §1.6).
+	 */
+	c = http_json(h, method, path.p, NULL, 0, strcmp(method, "POST") == 0,
+	    &r);
 	if (c != HTTP_OK)
 		rc = http_exit(c);
 	else if ((*batch = provider_answer(h, path.p, &r.body, "id")) == NULL)

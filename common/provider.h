@@ -194,8 +194,13 @@ int provider_safe_id(struct http *h, const char *id);
  * object with an "id": *batch is that object (the caller frees it with
  * yajl_tree_free). Returns 0 or a QB_EX_* status (reason in h->err):
  * QB_EX_DATAERR for an id unfit for a path, QB_EX_PROTOCOL for an answer
- * that is not a batch.
+ * that is not a batch. A POST is retried only as a create is (http_send):
+ * a 409 to a cancel is the answer, not a reason to try again.
  */
+int provider_batch_call(struct http *h, const char *method,
+    const char *collection, const char *id, const char *suffix,
+    yajl_val *batch);
+
 /*
  * GET one page of a provider's batch list at path into r, and point *data
  * at its "data" array; *page (freed first, then owned by the caller,
@@ -205,10 +210,6 @@ int provider_safe_id(struct http *h, const char *id);
  */
 int provider_list_page(struct http *h, const char *path, struct http_resp *r,
     yajl_val *page, yajl_val *data, int *more);
-
-int provider_batch_call(struct http *h, const char *method,
-    const char *collection, const char *id, const char *suffix,
-    yajl_val *batch);
 
 /*
  * Start reading batch object b into *j for a provider's job operation:

@@ -3,8 +3,8 @@
 # (from -h) matches its page's SYNOPSIS word for word.
 . "$(dirname "$0")/lib.sh"
 command -v mandoc >/dev/null 2>&1 || skip_all "mandoc is absent (apt-get install mandoc)"
-TOOLS="qb-pack qb-submit qb-poll qb-reconcile qb-drain"
-plan 11
+TOOLS="qb-pack qb-submit qb-poll qb-reconcile qb-reap qb-drain"
+plan 13
 out=$(mandoc -Tlint -W warning "$TOP"/man/qb.7 2>&1)
 is "$out" "" "qb.7 lints clean"
 for t in $TOOLS; do

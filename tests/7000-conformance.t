@@ -1,8 +1,8 @@
 #!/bin/sh
 # Conformance with the official OpenAI OpenAPI spec (../shared/specs/openai),
 # so that neither qb nor its emulator can drift from the real service:
-# (a) every request qb-submit and qb-poll send validates in Prism, a mock
-#     built from the spec (tests/peers/prism.sh); Prism's answers are
+# (a) every request qb-submit, qb-poll and qb-reap send validates in Prism,
+#     a mock built from the spec (tests/peers/prism.sh); Prism's answers are
 #     placeholders, so only the requests are judged;
 # (b) every JSON answer of tests/fake/qb-fake, over whole batch life cycles
 #     driven with curl, validates against the spec's schemas (a small
@@ -13,7 +13,7 @@
 
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is absent"
 prism_install
-plan 53
+plan 56
 
 # todo_ok RC DESC REASON: a TAP TODO test (a known mismatch, reported).
 todo_ok() {
@@ -158,14 +158,14 @@ ok $? "qb-poll asked for the batch"
 grep -q '^GET /files/file-cvaTdG/content ' poll.reqs
 ok $? "qb-poll asked for the output file's content"
 
-# Cancel: the provider interface has one (common/openai.c, oa_cancel),
-# but no tool calls it yet.
-_cancel=$(grep -l -- '->cancel' "$TOP"/cmd/*.c 2>/dev/null | tr '\n' ' ')
-if [ -z "$_cancel" ]; then
-	skip "no qb tool cancels a batch yet (nothing in cmd/ calls provider->cancel)"
-else
-	skip "$_cancel call provider->cancel: drive the cancel here"
-fi
+# qb-reap --older-than 0: the jobs (Prism's batches, made in 1970) are
+# not ended, so each is cancelled: POST /batches/{batch_id}/cancel.
+qbrun reap qb-reap -vv --older-than 0 jobs.jsonl
+conform reap "qb-reap"
+has reap "POST /batches/string/cancel"
+ok $? "qb-reap asked to cancel the batch"
+is "$(cat reap.rc) $(jqr -s 'map(has("cancel_requested_at"))|all' reap.out)" "0 true" \
+    "qb-reap took Prism's answers as cancels"
 
 kill "$PRISM_PID" 2>/dev/null
 wait "$PRISM_PID" 2>/dev/null

@@ -1,0 +1,539 @@
+/*
+ * qb-reap: job records in; stale batches cancelled, dead jobs ended.
+ *
+ * For each job not ended: with --older-than, a batch made that long ago
+ * is cancelled once ("cancel_requested_at" and the provider's cancelling
+ * status word are added; the job stays open, and qb-poll fetches what
+ * finished when the batch ends). A job whose batch the provider does not
+ * know (404), or whose "error" from qb-poll says a result file is gone
+ * (404, 410), is reaped: "ended":true and "reaped":{"at","reason"}, so
+ * that qb-reconcile gives its requests without a result a retry. Without
+ * -i every job read is printed; with -i the ledger is rewritten in place,
+ * each change applied to the line there at that moment, only the jobs
+ * reaped are printed, and LEDGER.reap.lock is held throughout. Intent
+ * lines of a ledger are skipped.
+ * SPDX-License-Identifier: ISC
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exits.h"
+#include "http.h"
+#include "idmap.h"
+#include "job.h"
+#include "jout.h"
+#include "json.h"
+#include "jsonl.h"
+#include "ledger.h"
+#include "msg.h"
+#include "num.h"
+#include "opt.h"
+#include "provider.h"
+#include "rfc3339.h"
+#include "xmem.h"
+
+static const char usage[] =
+    "[-hqVv] [--dry-run] [--base-url url] [--key-file file]\n"
+    "       [--older-than duration] [--reap-unknown] [-i ledger | file ...]";
+static const char help[] =
+    "      --base-url URL     the provider's API base URL (default from\n"
+    "                         OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the\n"
+    "                         provider's public API)\n"
+    "      --dry-run          only read: say what would be cancelled or reaped\n"
+    "  -i, --in-place FILE    update the ledger FILE; print only the jobs\n"
+    "                         reaped in this run\n"
+    "      --key-file FILE    read the API key from the first line of FILE\n"
+    "      --older-than D     cancel the batches made D or more ago (90m, 26h)\n"
+    "      --reap-unknown     reap batches the provider does not know even\n"
+    "                         when none of its other batches answered\n"
+    "  -h, -V, -v, -q         help, version, verbose, quiet\n";
+
+enum { OPT_BASE = 256, OPT_DRY, OPT_KEY, OPT_OLDER, OPT_UNKNOWN };
+
+struct opts {
+	const char	*base, *keyfile, *ledger;
+	double		 older;		/* seconds; < 0: cancel nothing */
+	int		 dry;
+	int		 unknown;	/* --reap-unknown */
+};
+
+enum act { A_NONE, A_CANCEL, A_REAP, A_UNKNOWN };
+
+struct job {
+	char		*line;		/* the record as read; owned */
+	size_t		 len;
+	yajl_val	 rec;		/* its parse; owned */
+	const char	*src;		/* input name, for messages; not owned */
+	unsigned long	 lineno;
+	enum act	 act;
+	yajl_val	 ans;		/* the cancel's answer, which pj points into */
+	struct provider_job pj;
+	char		*reason;	/* why it was reaped; owned */
+	const struct provider *p;	/* A_UNKNOWN: whose batch */
+	char		*out;		/* the changed record; owned; NULL: none */
+};
+
+struct reap {
+	const struct opts *o;
+	struct job	*job;
+	size_t		 njob;
+	struct idmap	 ids;		/* batch ids; member i is job jix[i] */
+	char		**names;	/* input names, for messages; owned */
+	size_t		 nnames;
+	size_t		*jix;
+	struct provider_conns conns;
+	yajl_gen	 g;
+	long long	 now;		/* unix seconds at the start */
+	char		 at[32];	/* the same in RFC 3339 */
+	int		 rc;		/* the exit status so far */
+	const struct provider *seen[4];	/* providers a batch answered for */
+	int		 nseen;
+};
+
+/*
+ * Fold status rc into the run's, in qb-poll's order: one that stops the
+ * run (77, 78) first, then 75, 76, 74, 1 (a permanent refusal, 69 or 65,
+ * concerns one job: it counts as a rejected record).
+ */
+static int
+rank(int rc)
+{
+	static const int order[] = { QB_EX_OK, QB_EX_PARTIAL, QB_EX_IOERR,
+	    QB_EX_PROTOCOL, QB_EX_TEMPFAIL };
+	int i;
+
+	for (i = 0; i < 5 && order[i] != rc; i++)
+		continue;
+	return i;
+}
+
+static void
+fail(struct reap *R, int rc)
+{
+	if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
+		rc = QB_EX_PARTIAL;
+	if (rank(rc) > rank(R->rc))
+		R->rc = rc;
+}
+
+/*
+ * rec with j's change applied: the cancel's answer plus
+ * "cancel_requested_at", or "ended" plus "reaped". Returns the text
+ * (owned by the caller).
+ */
+static char *
+edit(struct reap *R, const struct job *j, yajl_val rec)
+{
+	struct job_set s;
+	const unsigned char *p;
+	size_t n;
+	char *text;
+
+	memset(&s, 0, sizeof(s));
+	s.ended = -1;
+	if (j->act == A_CANCEL) {
+		s.pj = &j->pj;
+		s.cancel_at = R->at;
+	} else {
+		s.ended = 1;
+		s.reaped_at = R->at;
+		s.reaped_why = j->reason;
+	}
+	job_emit(R->g, rec, &s);
+	yajl_gen_get_buf(R->g, &p, &n);
+	text = xstrndup((const char *)p, n);
+	yajl_gen_clear(R->g);
+	yajl_gen_reset(R->g, NULL);
+	return text;
+}
+
+/* The job will never finish: reap it, or with --dry-run say so. */
+static void
+gone(struct reap *R, struct job *j, const char *why)
+{
+	const char *id = json_str(j->rec, "batch_id");
+
+	if (R->o->dry) {
+		qb_lwarn(j->src, j->lineno, "%s: would reap: %s", id, why);
+		return;
+	}
+	j->act = A_REAP;
+	if (j->reason != why) {
+		free(j->reason);
+		j->reason = xstrdup(why);
+	}
+	qb_note(1, "%s: reaped: %s", id, why);
+}
+
+/* Whether job j is due for a cancel (--older-than). */
+static int
+stale(struct reap *R, struct job *j)
+{
+	const char *c = json_str(j->rec, "created_at");
+	long long t;
+
+	if (R->o->older < 0 || json_get(j->rec, "cancel_requested_at") != NULL)
+		return 0;
+	if (c == NULL || rfc3339_parse(c, &t) != 0) {
+		qb_lwarn(j->src, j->lineno, "%s: no RFC 3339 \"created_at\": "
+		    "not cancelled", json_str(j->rec, "batch_id"));
+		fail(R, QB_EX_PARTIAL);
+		return 0;
+	}
+	return (double)(R->now - t) >= R->o->older;
+}
+
+/* Note that p's key and base URL see this account's batches. */
+static void
+saw(struct reap *R, const struct provider *p)
+{
+	int i;
+
+	for (i = 0; i < R->nseen && R->seen[i] != p; i++)
+		continue;
+	if (i == R->nseen && i < (int)(sizeof(R->seen) / sizeof(R->seen[0])))
+		R->seen[R->nseen++] = p;
+}
+
+/* The batch answered 404: reaped later, if some other batch was seen. */
+static void
+unknown(struct job *j, const struct provider *p, const char *why)
+{
+	j->act = A_UNKNOWN;
+	j->p = p;
+	free(j->reason);
+	j->reason = xstrdup(why);
+}
+
+/*
+ * A cancel refused (409, 400): the batch has most likely ended, which is
+ * no failure (qb-poll fetches its results), but ask to be sure.
+ */
+static void
+refused(struct reap *R, struct job *j, const struct provider *p,
+    struct http *h)
+{
+	const char *id = json_str(j->rec, "batch_id");
+	char why[sizeof(h->err)], err[256];
+	struct provider_job pj;
+	yajl_val b = NULL;
+	int rc;
+
+	memcpy(why, h->err, sizeof(why));
+	if ((rc = p->get(h, id, &b)) == 0 &&
+	    p->job(b, &pj, err, sizeof(err)) == 0 && pj.ended) {
+		saw(R, p);
+		qb_note(1, "%s: not cancelled: it has ended (%s)", id, pj.status);
+	} else if (rc != 0 && h->status == 404)
+		unknown(j, p, h->err);
+	else {
+		qb_lwarn(j->src, j->lineno, "%s: cancel refused: %s", id, why);
+		fail(R, QB_EX_PARTIAL);
+	}
+	yajl_tree_free(b);
+}
+
+static void
+reap_one(struct reap *R, struct job *j)
+{
+	const struct provider *p;
+	struct http *h;
+	yajl_val e = json_get(j->rec, "error"), b = NULL;
+	const char *id = json_str(j->rec, "batch_id");
+	const char *name = json_str(j->rec, "provider"), *m;
+	char err[256], why[320];
+	long long st;
+	int lost, cancel, post, rc;
+
+	/* qb-poll could not have a result file: 404 or 410 is for good. */
+	lost = json_int(e, "http_status", &st) == 0 && (st == 404 || st == 410);
+	if (name == NULL)
+		name = "openai";
+	if ((p = provider_find(name)) == NULL || p->get == NULL ||
+	    p->cancel == NULL) {
+		qb_lwarn(j->src, j->lineno, "%s: cannot reap provider \"%s\"",
+		    id, name);
+		fail(R, QB_EX_PARTIAL);
+		return;
+	}
+	cancel = !lost && stale(R, j);
+	post = cancel && !R->o->dry;	/* --dry-run: GETs only */
+	provider_check(p, R->o->base, R->o->keyfile, 1);
+	h = provider_conn(&R->conns, p);
+	rc = post ? p->cancel(h, id, &b) : p->get(h, id, &b);
+	if (rc == 0 && p->job(b, &j->pj, err, sizeof(err)) != 0) {
+		qb_lwarn(j->src, j->lineno, "%s: %s", id, err);
+		fail(R, QB_EX_PROTOCOL);
+	} else if (rc == 0) {
+		saw(R, p);
+		if (post) {
+			j->act = A_CANCEL;
+			j->ans = b;	/* j->pj points into it */
+			qb_note(1, "%s: cancel requested: %s", id, j->pj.status);
+			return;
+		}
+		if (lost) {
+			/* The batch is there, its file is not: truly gone. */
+			m = json_str(e, "message");
+			snprintf(why, sizeof(why), "a result file is gone (HTTP "
+			    "%lld): %.250s", st, m != NULL ? m : "no message");
+			gone(R, j, why);
+		} else if (cancel && !j->pj.ended)
+			qb_lwarn(j->src, j->lineno, "%s: would cancel (%s, made "
+			    "%s)", id, j->pj.status, json_str(j->rec,
+			    "created_at"));
+		else
+			qb_note(1, "%s: %s", id, j->pj.status);
+	} else if (h->status == 404)
+		unknown(j, p, h->err);
+	else if (post && (h->status == 409 || h->status == 400))
+		refused(R, j, p, h);
+	else {
+		qb_lwarn(j->src, j->lineno, "%s: %s", id, h->err);
+		fail(R, rc);
+	}
+	yajl_tree_free(b);
+}
+
+/*
+ * A batch the provider does not know is reaped only when some other
+ * batch of that provider answered in this run (or --reap-unknown): a
+ * wrong key, project or base URL also answers 404 to every batch, and
+ * reaping them all would pay for every request again.
+ */
+static void
+unknowns(struct reap *R)
+{
+	struct job *j;
+	size_t i;
+	int k;
+
+	for (i = 0; i < R->njob; i++) {
+		if ((j = &R->job[i])->act != A_UNKNOWN)
+			continue;
+		for (k = 0; k < R->nseen && R->seen[k] != j->p; k++)
+			continue;
+		j->act = A_NONE;
+		if (k < R->nseen || R->o->unknown) {
+			gone(R, j, j->reason);
+			continue;
+		}
+		qb_lwarn(j->src, j->lineno, "%s: %s; not reaped: no other %s "
+		    "batch answered in this run, so the key, project or base "
+		    "URL may be wrong (--reap-unknown reaps it all the same)",
+		    json_str(j->rec, "batch_id"), j->reason, j->p->name);
+		fail(R, QB_EX_PARTIAL);
+	}
+}
+
+static void
+put(const char *p, size_t n)
+{
+	if (fwrite(p, 1, n, stdout) != n || putchar('\n') == EOF)
+		qb_diesys(QB_EX_IOERR, "write error on standard output");
+}
+
+/* ledger_rewrite callback: apply each change to the line there now. */
+static int
+replace(void *arg, const char *line, size_t len, yajl_val rec, FILE *out)
+{
+	struct reap *R = arg;
+	const char *id = json_str(rec, "batch_id");
+	struct job *j;
+	size_t i;
+
+	/* A job that ended meanwhile (qb-poll) is left as it is. */
+	if (id != NULL && !json_true(rec, "ended") &&
+	    (i = idmap_get(&R->ids, id, strlen(id))) != (size_t)-1 &&
+	    (j = &R->job[R->jix[i]])->act != A_NONE) {
+		free(j->out);
+		j->out = edit(R, j, rec);
+		line = j->out;
+		len = strlen(line);
+	}
+	if (fwrite(line, 1, len, out) != len || putc('\n', out) == EOF)
+		return -1;
+	return 0;
+}
+
+/* jsonl_each callback: keep one job record. */
+static int
+add(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
+    yajl_val rec)
+{
+	struct reap *R = arg;
+	struct job *j;
+	const char *id = json_str(rec, "batch_id");
+	size_t i;
+	int isnew;
+
+	if (id == NULL && json_get(rec, "intent") != NULL)
+		return 0;	/* qb-submit's note, not a job */
+	if (id == NULL || *id == '\0') {
+		qb_lwarn(rd->name, rd->lineno, "expected string for \"batch_id\"");
+		fail(R, QB_EX_PARTIAL);
+		return 0;
+	}
+	if (R->nnames == 0 || strcmp(R->names[R->nnames - 1], rd->name) != 0) {
+		R->names = xreallocarray(R->names, R->nnames + 1,
+		    sizeof(*R->names));
+		R->names[R->nnames++] = xstrdup(rd->name);
+	}
+	R->job = xreallocarray(R->job, R->njob + 1, sizeof(*R->job));
+	j = memset(&R->job[R->njob], 0, sizeof(*j));
+	j->line = xstrndup(line, len);
+	j->len = len;
+	j->rec = rec;
+	j->src = R->names[R->nnames - 1];
+	j->lineno = rd->lineno;
+	i = idmap_put(&R->ids, id, strlen(id), &isnew);
+	if (isnew)
+		R->jix = xreallocarray(R->jix, R->ids.n, sizeof(*R->jix));
+	R->jix[i] = R->njob++;
+	return 1;
+}
+
+static void
+readjobs(struct reap *R, const char *path)
+{
+	unsigned long nbad = 0;
+	int rc;
+
+	if ((rc = jsonl_each(path, 0, add, R, &nbad)) != 0)
+		exit(rc);	/* reported */
+	if (nbad > 0)
+		fail(R, QB_EX_PARTIAL);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "base-url", required_argument, NULL, OPT_BASE },
+		{ "dry-run", no_argument, NULL, OPT_DRY },
+		{ "in-place", required_argument, NULL, 'i' },
+		{ "key-file", required_argument, NULL, OPT_KEY },
+		{ "older-than", required_argument, NULL, OPT_OLDER },
+		{ "reap-unknown", no_argument, NULL, OPT_UNKNOWN },
+		QB_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct ledger led;
+	struct reap R;
+	struct opts o;
+	struct job *j;
+	const char *errstr;
+	size_t i;
+	int ch, rc, changed = 0;
+
+	qb_setprog(argv[0]);
+	memset(&o, 0, sizeof(o));
+	o.older = -1;
+	while ((ch = getopt_long(argc, argv, "hi:qVv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'i':
+			o.ledger = optarg;
+			break;
+		case OPT_BASE:
+			o.base = optarg;
+			break;
+		case OPT_DRY:
+			o.dry = 1;
+			break;
+		case OPT_KEY:
+			o.keyfile = optarg;
+			break;
+		case OPT_UNKNOWN:
+			o.unknown = 1;
+			break;
+		case OPT_OLDER:
+			o.older = qb_parse_seconds(optarg, &errstr);
+			if (errstr != NULL)
+				qb_die(QB_EX_USAGE, "--older-than %s: %s",
+				    optarg, errstr);
+			break;
+		default:
+			qb_common_opt(ch, usage, help);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (o.ledger != NULL && argc > 0)
+		qb_usage(usage);
+	provider_check(provider_find("openai"), o.base, o.keyfile, 0);
+
+	memset(&R, 0, sizeof(R));
+	R.o = &o;
+	R.conns.base = o.base;
+	R.conns.keyfile = o.keyfile;
+	R.g = jout_new();
+	R.now = (long long)time(NULL);
+	provider_time(R.now, R.at, sizeof(R.at));
+	idmap_init(&R.ids);
+	if (o.ledger != NULL) {
+		ledger_init(&led, o.ledger);
+		/*
+		 * One run at a time (a dry run only reads). Read under a shared
+		 * lock; the rewrite keeps what was appended or changed since.
+		 */
+		if ((!o.dry && (rc = ledger_start(&led, "reap", 0)) != 0) ||
+		    ((rc = ledger_lock(&led, LEDGER_READ)) != 0 &&
+		    rc != QB_EX_NOINPUT))
+			exit(rc);
+		readjobs(&R, o.ledger);
+		ledger_unlock(&led);
+	} else if (argc == 0)
+		readjobs(&R, "-");
+	for (i = 0; i < (size_t)argc; i++)
+		readjobs(&R, argv[i]);
+
+	for (i = 0; i < R.njob; i++) {
+		j = &R.job[i];
+		/* 77, 78: no more requests. */
+		if (!json_true(j->rec, "ended") && rank(R.rc) < 5)
+			reap_one(&R, j);
+	}
+	unknowns(&R);
+	for (i = 0; i < R.njob; i++) {
+		j = &R.job[i];
+		changed |= j->act != A_NONE;
+		if (o.ledger != NULL)
+			continue;
+		if (j->act != A_NONE)
+			j->out = edit(&R, j, j->rec);
+		put(j->out != NULL ? j->out : j->line,
+		    j->out != NULL ? strlen(j->out) : j->len);
+	}
+	if (o.ledger != NULL && changed) {
+		/* Print a reaped job only once the ledger says so. */
+		if ((rc = ledger_rewrite(&led, replace, &R)) != 0) {
+			if (rank(R.rc) < 5)
+				R.rc = rc;
+		} else
+			for (i = 0; i < R.njob; i++)
+				if (R.job[i].act == A_REAP && R.job[i].out != NULL)
+					put(R.job[i].out, strlen(R.job[i].out));
+	}
+
+	provider_conns_free(&R.conns);
+	for (i = 0; i < R.njob; i++) {
+		free(R.job[i].line);
+		free(R.job[i].out);
+		free(R.job[i].reason);
+		yajl_tree_free(R.job[i].rec);
+		yajl_tree_free(R.job[i].ans);
+	}
+	for (i = 0; i < R.nnames; i++)
+		free(R.names[i]);
+	free(R.names);
+	free(R.job);
+	free(R.jix);
+	idmap_free(&R.ids);
+	yajl_gen_free(R.g);
+	if (o.ledger != NULL)
+		ledger_free(&led);
+	qb_close_stdout();
+	return R.rc;
+}
