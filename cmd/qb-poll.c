@@ -28,6 +28,7 @@
 #include "http.h"
 #include "idmap.h"
 #include "job.h"
+#include "jobs.h"
 #include "jout.h"
 #include "json.h"
 #include "jsonl.h"
@@ -71,24 +72,15 @@ struct opts {
 enum state { J_ENDED, J_PENDING, J_DONE };
 
 struct job {
-	char		*line;		/* the record as read; owned */
-	size_t		 len;
-	yajl_val	 rec;		/* its parse; owned */
-	const char	*src;		/* input name; owned by poll.names */
-	unsigned long	 lineno;
-	char		*out;		/* the updated record; owned; NULL: unchanged */
+	struct jobrec	 r;		/* out: the updated record */
 	enum state	 state;
 	int		 endednow;	/* ended during this run */
 };
 
 struct poll {
 	const struct opts *o;
-	struct job	*job;
-	size_t		 njob, nended;
-	struct idmap	 ids;		/* batch ids; member i is job jix[i] */
-	size_t		*jix;
-	char		**names;	/* input names, for messages */
-	size_t		 nnames;
+	struct jobs	 js;		/* of struct job */
+	size_t		 nended;
 	struct provider_conns conns;
 	double		 deadline;	/* CLOCK_MONOTONIC: no request after it */
 	yajl_gen	 g;
@@ -106,8 +98,8 @@ keep(struct poll *P, struct job *j)
 	size_t n;
 
 	yajl_gen_get_buf(P->g, &p, &n);
-	free(j->out);
-	j->out = xstrndup((const char *)p, n);
+	free(j->r.out);
+	j->r.out = xstrndup((const char *)p, n);
 	yajl_gen_clear(P->g);
 	yajl_gen_reset(P->g, NULL);
 	P->changed = 1;
@@ -123,7 +115,7 @@ failed(struct poll *P, struct job *j, const char *msg, long status)
 	s.ended = -1;
 	s.error = msg;
 	s.error_status = status;
-	job_emit(P->g, j->rec, &s);
+	job_emit(P->g, j->r.rec, &s);
 	keep(P, j);
 	P->rejected = 1;
 	j->state = J_DONE;
@@ -179,7 +171,7 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 		if ((e = p->fetch(h, pj->result[i].ref, a.fp)) != 0) {
 			snprintf(err, sizeof(err), "%s file %s: %s",
 			    pj->result[i].kind, pj->result[i].ref, h->err);
-			qb_lwarn(j->src, j->lineno, "%s: %s", id, err);
+			qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, err);
 			afile_abort(&a);
 			if (rc == 0) {
 				snprintf(why, whylen, "%s", err);
@@ -245,15 +237,15 @@ poll_one(struct poll *P, struct job *j)
 	struct job_set s;
 	struct http *h;
 	yajl_val batch;
-	const char *id = json_str(j->rec, "batch_id"), *name;
+	const char *id = json_str(j->r.rec, "batch_id"), *name;
 	char err[256], why[768], *paths[JOB_RESULTS];
 	int i, n = 0, rc;
 
-	name = json_str(j->rec, "provider");
+	name = json_str(j->r.rec, "provider");
 	if (name == NULL)
 		name = "openai";
 	if ((p = provider_find(name)) == NULL || p->get == NULL) {
-		qb_lwarn(j->src, j->lineno, "%s: cannot poll provider \"%s\"",
+		qb_lwarn(j->r.src, j->r.lineno, "%s: cannot poll provider \"%s\"",
 		    id, name);
 		failed(P, j, "cannot poll this provider", 0);
 		return;
@@ -262,7 +254,7 @@ poll_one(struct poll *P, struct job *j)
 	h = provider_conn(&P->conns, p);
 	h->deadline = P->deadline;
 	if ((rc = p->get(h, id, &batch)) != 0) {
-		qb_lwarn(j->src, j->lineno, "%s: %s", id, h->err);
+		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, h->err);
 		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
 			failed(P, j, h->err, h->status);	/* 404 and such */
 		else
@@ -270,7 +262,7 @@ poll_one(struct poll *P, struct job *j)
 		return;
 	}
 	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
-		qb_lwarn(j->src, j->lineno, "%s: %s", id, err);
+		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, err);
 		P->proto = 1;
 		yajl_tree_free(batch);
 		return;
@@ -302,7 +294,7 @@ poll_one(struct poll *P, struct job *j)
 		} else
 			trouble(P, rc);
 	}
-	job_emit(P->g, j->rec, &s);
+	job_emit(P->g, j->r.rec, &s);
 	keep(P, j);
 	if (s.ended) {
 		j->state = J_DONE;
@@ -319,8 +311,8 @@ poll_one(struct poll *P, struct job *j)
 static void
 print(struct poll *P, struct job *j)
 {
-	const char *p = j->out != NULL ? j->out : j->line;
-	size_t n = j->out != NULL ? strlen(j->out) : j->len;
+	const char *p = j->r.out != NULL ? j->r.out : j->r.line;
+	size_t n = j->r.out != NULL ? strlen(j->r.out) : j->r.len;
 
 	if (P->o->ledger != NULL && !j->endednow)
 		return;
@@ -329,77 +321,21 @@ print(struct poll *P, struct job *j)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");
 }
 
-/* ledger_rewrite callback: put each job's new record in its old place. */
-static int
-replace(void *arg, const char *line, size_t len, yajl_val rec, FILE *out)
-{
-	struct poll *P = arg;
-	const char *id = json_str(rec, "batch_id");
-	size_t i;
-
-	if (id != NULL &&
-	    (i = idmap_get(&P->ids, id, strlen(id))) != (size_t)-1 &&
-	    P->job[P->jix[i]].out != NULL) {
-		line = P->job[P->jix[i]].out;
-		len = strlen(line);
-	}
-	if (fwrite(line, 1, len, out) != len || putc('\n', out) == EOF)
-		return -1;
-	return 0;
-}
-
-/* jsonl_each callback: keep one job record. */
-static int
-add(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
-    yajl_val rec)
-{
-	struct poll *P = arg;
-	struct job *j;
-	const char *id;
-	size_t i;
-	int isnew;
-
-	if (json_get(rec, "batch_id") == NULL && json_get(rec, "intent") != NULL)
-		return 0;	/* qb-submit's note, not a job */
-	if ((id = json_str(rec, "batch_id")) == NULL || *id == '\0') {
-		qb_lwarn(rd->name, rd->lineno, "expected string for \"batch_id\"");
-		if (P->o->strict)
-			qb_die(QB_EX_DATAERR, "stopped at the first bad line "
-			    "(--strict)");
-		P->rejected = 1;
-		return 0;
-	}
-	if (P->nnames == 0 || strcmp(P->names[P->nnames - 1], rd->name) != 0) {
-		P->names = xreallocarray(P->names, P->nnames + 1,
-		    sizeof(*P->names));
-		P->names[P->nnames++] = xstrdup(rd->name);
-	}
-	P->job = xreallocarray(P->job, P->njob + 1, sizeof(*P->job));
-	j = &P->job[P->njob];
-	memset(j, 0, sizeof(*j));
-	j->line = xstrndup(line, len);
-	j->len = len;
-	j->rec = rec;
-	j->src = P->names[P->nnames - 1];
-	j->lineno = rd->lineno;
-	j->state = json_true(rec, "ended") ? J_ENDED : J_PENDING;
-	i = idmap_put(&P->ids, id, strlen(id), &isnew);
-	if (isnew)
-		P->jix = xreallocarray(P->jix, P->ids.n, sizeof(*P->jix));
-	P->jix[i] = P->njob++;
-	return 1;
-}
-
 static void
 readjobs(struct poll *P, const char *path)
 {
-	unsigned long nbad = 0;
+	struct job *j;
+	size_t i = P->js.n;
 	int rc;
 
-	if ((rc = jsonl_each(path, P->o->strict, add, P, &nbad)) != 0)
+	if ((rc = jobs_read(&P->js, path)) != 0)
 		exit(rc);	/* reported */
-	if (nbad > 0)
+	if (P->js.nbad > 0)
 		P->rejected = 1;
+	for (; i < P->js.n; i++) {
+		j = jobs_at(&P->js, i);
+		j->state = json_true(j->r.rec, "ended") ? J_ENDED : J_PENDING;
+	}
 }
 
 /*
@@ -416,8 +352,8 @@ run(struct poll *P, struct ledger *led)
 	for (round = 0;; round++) {
 		pending = 0;
 		P->changed = 0;
-		for (i = 0; i < P->njob; i++) {
-			struct job *j = &P->job[i];
+		for (i = 0; i < P->js.n; i++) {
+			struct job *j = jobs_at(&P->js, i);
 
 			if (j->state == J_ENDED && round == 0)
 				print(P, j);
@@ -439,7 +375,7 @@ run(struct poll *P, struct ledger *led)
 				pending++;
 		}
 		if (led != NULL && P->changed && (rc = ledger_rewrite(led,
-		    replace, P)) != 0 && !P->fatal)
+		    jobs_replace, &P->js)) != 0 && !P->fatal)
 			P->fatal = rc;
 		if (P->tty)
 			fprintf(stderr, "\r%s: %zu ended, %zu pending ", qb_prog(),
@@ -447,11 +383,14 @@ run(struct poll *P, struct ledger *led)
 		if (pending == 0 && late == 0)
 			break;
 		if (late > 0 || (left = P->deadline - qtime_mono()) <= 0) {
-			for (i = 0; i < P->njob; i++)
-				if (P->job[i].state == J_PENDING) {
-					P->job[i].state = J_DONE;
-					print(P, &P->job[i]);
+			for (i = 0; i < P->js.n; i++) {
+				struct job *j = jobs_at(&P->js, i);
+
+				if (j->state == J_PENDING) {
+					j->state = J_DONE;
+					print(P, j);
 				}
+			}
 			pending += late;
 			qb_warn("%zu %s %s: the deadline (-t %g s) passed",
 			    pending, pending == 1 ? "job" : "jobs",
@@ -547,7 +486,7 @@ main(int argc, char *argv[])
 	P.conns.keyfile = o.keyfile;
 	P.g = jout_new();
 	P.tty = isatty(2) && qb_verbose >= 0;
-	idmap_init(&P.ids);
+	jobs_init(&P.js, sizeof(struct job), o.strict);
 	if (o.ledger != NULL) {
 		ledger_init(&led, o.ledger);
 		/*
@@ -572,17 +511,7 @@ main(int argc, char *argv[])
 		P.temp = P.proto = P.ioerr = 0;
 
 	provider_conns_free(&P.conns);
-	for (i = 0; i < P.njob; i++) {
-		free(P.job[i].line);
-		free(P.job[i].out);
-		yajl_tree_free(P.job[i].rec);
-	}
-	for (i = 0; i < P.nnames; i++)
-		free(P.names[i]);
-	free(P.names);
-	free(P.job);
-	free(P.jix);
-	idmap_free(&P.ids);
+	jobs_free(&P.js);
 	yajl_gen_free(P.g);
 	if (o.ledger != NULL)
 		ledger_free(&led);

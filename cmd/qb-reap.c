@@ -5,13 +5,14 @@
  * is cancelled once ("cancel_requested_at" and the provider's cancelling
  * status word are added; the job stays open, and qb-poll fetches what
  * finished when the batch ends). A job whose batch the provider does not
- * know (404), or whose "error" from qb-poll says a result file is gone
- * (404, 410), is reaped: "ended":true and "reaped":{"at","reason"}, so
- * that qb-reconcile gives its requests without a result a retry. Without
- * -i every job read is printed; with -i the ledger is rewritten in place,
- * each change applied to the line there at that moment, only the jobs
- * reaped are printed, and LEDGER.reap.lock is held throughout. Intent
- * lines of a ledger are skipped.
+ * know (404; only if another batch of that provider answered, or with
+ * --reap-unknown: a wrong key or URL says 404 to all), or whose "error"
+ * from qb-poll says a result file of a batch still there is gone (404,
+ * 410), is reaped: "ended":true and "reaped":{"at","reason"}, so that
+ * qb-reconcile gives its requests without a result a retry. Without -i
+ * every job read is printed; with -i the ledger is rewritten in place,
+ * only the jobs reaped are printed, and LEDGER.poll.lock, qb-poll's, is
+ * held throughout. Intent lines of a ledger are skipped.
  * SPDX-License-Identifier: ISC
  */
 #include <stdio.h>
@@ -21,8 +22,8 @@
 
 #include "exits.h"
 #include "http.h"
-#include "idmap.h"
 #include "job.h"
+#include "jobs.h"
 #include "jout.h"
 #include "json.h"
 #include "jsonl.h"
@@ -62,27 +63,17 @@ struct opts {
 enum act { A_NONE, A_CANCEL, A_REAP, A_UNKNOWN };
 
 struct job {
-	char		*line;		/* the record as read; owned */
-	size_t		 len;
-	yajl_val	 rec;		/* its parse; owned */
-	const char	*src;		/* input name, for messages; not owned */
-	unsigned long	 lineno;
+	struct jobrec	 r;		/* out: the changed record */
 	enum act	 act;
 	yajl_val	 ans;		/* the cancel's answer, which pj points into */
 	struct provider_job pj;
 	char		*reason;	/* why it was reaped; owned */
 	const struct provider *p;	/* A_UNKNOWN: whose batch */
-	char		*out;		/* the changed record; owned; NULL: none */
 };
 
 struct reap {
 	const struct opts *o;
-	struct job	*job;
-	size_t		 njob;
-	struct idmap	 ids;		/* batch ids; member i is job jix[i] */
-	char		**names;	/* input names, for messages; owned */
-	size_t		 nnames;
-	size_t		*jix;
+	struct jobs	 js;		/* of struct job */
 	struct provider_conns conns;
 	yajl_gen	 g;
 	long long	 now;		/* unix seconds at the start */
@@ -153,10 +144,10 @@ edit(struct reap *R, const struct job *j, yajl_val rec)
 static void
 gone(struct reap *R, struct job *j, const char *why)
 {
-	const char *id = json_str(j->rec, "batch_id");
+	const char *id = json_str(j->r.rec, "batch_id");
 
 	if (R->o->dry) {
-		qb_lwarn(j->src, j->lineno, "%s: would reap: %s", id, why);
+		qb_lwarn(j->r.src, j->r.lineno, "%s: would reap: %s", id, why);
 		return;
 	}
 	j->act = A_REAP;
@@ -171,14 +162,14 @@ gone(struct reap *R, struct job *j, const char *why)
 static int
 stale(struct reap *R, struct job *j)
 {
-	const char *c = json_str(j->rec, "created_at");
+	const char *c = json_str(j->r.rec, "created_at");
 	long long t;
 
-	if (R->o->older < 0 || json_get(j->rec, "cancel_requested_at") != NULL)
+	if (R->o->older < 0 || json_get(j->r.rec, "cancel_requested_at") != NULL)
 		return 0;
 	if (c == NULL || rfc3339_parse(c, &t) != 0) {
-		qb_lwarn(j->src, j->lineno, "%s: no RFC 3339 \"created_at\": "
-		    "not cancelled", json_str(j->rec, "batch_id"));
+		qb_lwarn(j->r.src, j->r.lineno, "%s: no RFC 3339 \"created_at\": "
+		    "not cancelled", json_str(j->r.rec, "batch_id"));
 		fail(R, QB_EX_PARTIAL);
 		return 0;
 	}
@@ -215,7 +206,7 @@ static void
 refused(struct reap *R, struct job *j, const struct provider *p,
     struct http *h)
 {
-	const char *id = json_str(j->rec, "batch_id");
+	const char *id = json_str(j->r.rec, "batch_id");
 	char why[sizeof(h->err)], err[256];
 	struct provider_job pj;
 	yajl_val b = NULL;
@@ -229,7 +220,7 @@ refused(struct reap *R, struct job *j, const struct provider *p,
 	} else if (rc != 0 && h->status == 404)
 		unknown(j, p, h->err);
 	else {
-		qb_lwarn(j->src, j->lineno, "%s: cancel refused: %s", id, why);
+		qb_lwarn(j->r.src, j->r.lineno, "%s: cancel refused: %s", id, why);
 		fail(R, QB_EX_PARTIAL);
 	}
 	yajl_tree_free(b);
@@ -240,9 +231,9 @@ reap_one(struct reap *R, struct job *j)
 {
 	const struct provider *p;
 	struct http *h;
-	yajl_val e = json_get(j->rec, "error"), b = NULL;
-	const char *id = json_str(j->rec, "batch_id");
-	const char *name = json_str(j->rec, "provider"), *m;
+	yajl_val e = json_get(j->r.rec, "error"), b = NULL;
+	const char *id = json_str(j->r.rec, "batch_id");
+	const char *name = json_str(j->r.rec, "provider"), *m;
 	char err[256], why[320];
 	long long st;
 	int lost, cancel, post, rc;
@@ -253,7 +244,7 @@ reap_one(struct reap *R, struct job *j)
 		name = "openai";
 	if ((p = provider_find(name)) == NULL || p->get == NULL ||
 	    p->cancel == NULL) {
-		qb_lwarn(j->src, j->lineno, "%s: cannot reap provider \"%s\"",
+		qb_lwarn(j->r.src, j->r.lineno, "%s: cannot reap provider \"%s\"",
 		    id, name);
 		fail(R, QB_EX_PARTIAL);
 		return;
@@ -264,7 +255,7 @@ reap_one(struct reap *R, struct job *j)
 	h = provider_conn(&R->conns, p);
 	rc = post ? p->cancel(h, id, &b) : p->get(h, id, &b);
 	if (rc == 0 && p->job(b, &j->pj, err, sizeof(err)) != 0) {
-		qb_lwarn(j->src, j->lineno, "%s: %s", id, err);
+		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, err);
 		fail(R, QB_EX_PROTOCOL);
 	} else if (rc == 0) {
 		saw(R, p);
@@ -281,8 +272,8 @@ reap_one(struct reap *R, struct job *j)
 			    "%lld): %.250s", st, m != NULL ? m : "no message");
 			gone(R, j, why);
 		} else if (cancel && !j->pj.ended)
-			qb_lwarn(j->src, j->lineno, "%s: would cancel (%s, made "
-			    "%s)", id, j->pj.status, json_str(j->rec,
+			qb_lwarn(j->r.src, j->r.lineno, "%s: would cancel (%s, made "
+			    "%s)", id, j->pj.status, json_str(j->r.rec,
 			    "created_at"));
 		else
 			qb_note(1, "%s: %s", id, j->pj.status);
@@ -291,7 +282,7 @@ reap_one(struct reap *R, struct job *j)
 	else if (post && (h->status == 409 || h->status == 400))
 		refused(R, j, p, h);
 	else {
-		qb_lwarn(j->src, j->lineno, "%s: %s", id, h->err);
+		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, h->err);
 		fail(R, rc);
 	}
 	yajl_tree_free(b);
@@ -310,8 +301,8 @@ unknowns(struct reap *R)
 	size_t i;
 	int k;
 
-	for (i = 0; i < R->njob; i++) {
-		if ((j = &R->job[i])->act != A_UNKNOWN)
+	for (i = 0; i < R->js.n; i++) {
+		if ((j = jobs_at(&R->js, i))->act != A_UNKNOWN)
 			continue;
 		for (k = 0; k < R->nseen && R->seen[k] != j->p; k++)
 			continue;
@@ -320,10 +311,10 @@ unknowns(struct reap *R)
 			gone(R, j, j->reason);
 			continue;
 		}
-		qb_lwarn(j->src, j->lineno, "%s: %s; not reaped: no other %s "
+		qb_lwarn(j->r.src, j->r.lineno, "%s: %s; not reaped: no other %s "
 		    "batch answered in this run, so the key, project or base "
 		    "URL may be wrong (--reap-unknown reaps it all the same)",
-		    json_str(j->rec, "batch_id"), j->reason, j->p->name);
+		    json_str(j->r.rec, "batch_id"), j->reason, j->p->name);
 		fail(R, QB_EX_PARTIAL);
 	}
 }
@@ -335,75 +326,14 @@ put(const char *p, size_t n)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");
 }
 
-/* ledger_rewrite callback: apply each change to the line there now. */
-static int
-replace(void *arg, const char *line, size_t len, yajl_val rec, FILE *out)
-{
-	struct reap *R = arg;
-	const char *id = json_str(rec, "batch_id");
-	struct job *j;
-	size_t i;
-
-	/* A job that ended meanwhile (qb-poll) is left as it is. */
-	if (id != NULL && !json_true(rec, "ended") &&
-	    (i = idmap_get(&R->ids, id, strlen(id))) != (size_t)-1 &&
-	    (j = &R->job[R->jix[i]])->act != A_NONE) {
-		free(j->out);
-		j->out = edit(R, j, rec);
-		line = j->out;
-		len = strlen(line);
-	}
-	if (fwrite(line, 1, len, out) != len || putc('\n', out) == EOF)
-		return -1;
-	return 0;
-}
-
-/* jsonl_each callback: keep one job record. */
-static int
-add(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
-    yajl_val rec)
-{
-	struct reap *R = arg;
-	struct job *j;
-	const char *id = json_str(rec, "batch_id");
-	size_t i;
-	int isnew;
-
-	if (id == NULL && json_get(rec, "intent") != NULL)
-		return 0;	/* qb-submit's note, not a job */
-	if (id == NULL || *id == '\0') {
-		qb_lwarn(rd->name, rd->lineno, "expected string for \"batch_id\"");
-		fail(R, QB_EX_PARTIAL);
-		return 0;
-	}
-	if (R->nnames == 0 || strcmp(R->names[R->nnames - 1], rd->name) != 0) {
-		R->names = xreallocarray(R->names, R->nnames + 1,
-		    sizeof(*R->names));
-		R->names[R->nnames++] = xstrdup(rd->name);
-	}
-	R->job = xreallocarray(R->job, R->njob + 1, sizeof(*R->job));
-	j = memset(&R->job[R->njob], 0, sizeof(*j));
-	j->line = xstrndup(line, len);
-	j->len = len;
-	j->rec = rec;
-	j->src = R->names[R->nnames - 1];
-	j->lineno = rd->lineno;
-	i = idmap_put(&R->ids, id, strlen(id), &isnew);
-	if (isnew)
-		R->jix = xreallocarray(R->jix, R->ids.n, sizeof(*R->jix));
-	R->jix[i] = R->njob++;
-	return 1;
-}
-
 static void
 readjobs(struct reap *R, const char *path)
 {
-	unsigned long nbad = 0;
 	int rc;
 
-	if ((rc = jsonl_each(path, 0, add, R, &nbad)) != 0)
+	if ((rc = jobs_read(&R->js, path)) != 0)
 		exit(rc);	/* reported */
-	if (nbad > 0)
+	if (R->js.nbad > 0)
 		fail(R, QB_EX_PARTIAL);
 }
 
@@ -471,7 +401,7 @@ main(int argc, char *argv[])
 	R.g = jout_new();
 	R.now = (long long)time(NULL);
 	provider_time(R.now, R.at, sizeof(R.at));
-	idmap_init(&R.ids);
+	jobs_init(&R.js, sizeof(struct job), 0);
 	if (o.ledger != NULL) {
 		ledger_init(&led, o.ledger);
 		/*
@@ -489,48 +419,47 @@ main(int argc, char *argv[])
 	for (i = 0; i < (size_t)argc; i++)
 		readjobs(&R, argv[i]);
 
-	for (i = 0; i < R.njob; i++) {
-		j = &R.job[i];
+	for (i = 0; i < R.js.n; i++) {
+		j = jobs_at(&R.js, i);
 		/* 77, 78: no more requests. */
-		if (!json_true(j->rec, "ended") && rank(R.rc) < 5)
+		if (!json_true(j->r.rec, "ended") && rank(R.rc) < 5)
 			reap_one(&R, j);
 	}
 	unknowns(&R);
-	for (i = 0; i < R.njob; i++) {
-		j = &R.job[i];
-		changed |= j->act != A_NONE;
-		if (o.ledger != NULL)
-			continue;
-		if (j->act != A_NONE)
-			j->out = edit(&R, j, j->rec);
-		put(j->out != NULL ? j->out : j->line,
-		    j->out != NULL ? strlen(j->out) : j->len);
+	for (i = 0; i < R.js.n; i++) {
+		j = jobs_at(&R.js, i);
+		if (j->act != A_NONE) {
+			j->r.out = edit(&R, j, j->r.rec);
+			changed = 1;
+		}
+		if (o.ledger == NULL)
+			put(j->r.out != NULL ? j->r.out : j->r.line,
+			    j->r.out != NULL ? strlen(j->r.out) : j->r.len);
 	}
+	/*
+	 * The run lock is qb-poll's too, so no line changed since it was
+	 * read; qb-submit only appends. A reaped job is printed only once
+	 * the ledger says so.
+	 */
 	if (o.ledger != NULL && changed) {
-		/* Print a reaped job only once the ledger says so. */
-		if ((rc = ledger_rewrite(&led, replace, &R)) != 0) {
+		if ((rc = ledger_rewrite(&led, jobs_replace, &R.js)) != 0) {
 			if (rank(R.rc) < 5)
 				R.rc = rc;
 		} else
-			for (i = 0; i < R.njob; i++)
-				if (R.job[i].act == A_REAP && R.job[i].out != NULL)
-					put(R.job[i].out, strlen(R.job[i].out));
+			for (i = 0; i < R.js.n; i++) {
+				j = jobs_at(&R.js, i);
+				if (j->act == A_REAP)
+					put(j->r.out, strlen(j->r.out));
+			}
 	}
 
 	provider_conns_free(&R.conns);
-	for (i = 0; i < R.njob; i++) {
-		free(R.job[i].line);
-		free(R.job[i].out);
-		free(R.job[i].reason);
-		yajl_tree_free(R.job[i].rec);
-		yajl_tree_free(R.job[i].ans);
+	for (i = 0; i < R.js.n; i++) {
+		j = jobs_at(&R.js, i);
+		free(j->reason);
+		yajl_tree_free(j->ans);
 	}
-	for (i = 0; i < R.nnames; i++)
-		free(R.names[i]);
-	free(R.names);
-	free(R.job);
-	free(R.jix);
-	idmap_free(&R.ids);
+	jobs_free(&R.js);
 	yajl_gen_free(R.g);
 	if (o.ledger != NULL)
 		ledger_free(&led);
