@@ -24,6 +24,7 @@
 #include "hwrite.h"
 #include "idmap.h"
 #include "jout.h"
+#include "jscan.h"
 #include "json.h"
 #include "jsonl.h"
 #include "msg.h"

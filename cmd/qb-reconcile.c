@@ -26,6 +26,7 @@
 #include "exits.h"
 #include "idmap.h"
 #include "jout.h"
+#include "jscan.h"
 #include "json.h"
 #include "jsonl.h"
 #include "msg.h"

@@ -1,17 +1,16 @@
 /*
  * json.h: typed access to yajl trees, a validating syntax check with a
- * short located reason, and json_scan: a one-pass validating scan that
- * finds where the members of a record lie, so that values which need not
- * change (a request body) are copied through as bytes, never rebuilt.
+ * short located reason, and the nesting guard every reader uses. The span
+ * scanner is in jscan.h.
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_JSON_H
 #define QB_JSON_H
 
 #include <stddef.h>
+#include <yajl/yajl_parse.h>
 #include <yajl/yajl_tree.h>
 
-#include "buf.h"
 
 /* Member key of object obj, or NULL (also when obj is not an object). */
 yajl_val json_get(yajl_val obj, const char *key);
@@ -44,55 +43,13 @@ int json_depth(const char *p, size_t len);
  */
 int json_check(const char *p, size_t len, char *err, size_t errlen);
 
-/* What json_scan found: the members of the top-level object (depth 1) and
- * of objects that are its direct members (depth 2). */
-enum json_type { JT_NULL, JT_BOOL, JT_NUMBER, JT_STRING, JT_MAP, JT_ARRAY };
-
-struct json_span {
-	char		key[72];	/* decoded key, NUL-terminated; truncated keys never match */
-	int		depth;		/* 1 or 2 */
-	int		parent;		/* index of the depth-1 span holding it, or -1 */
-	enum json_type	type;
-	size_t		off, len;	/* the value's bytes in the scanned text */
-	size_t		soff, slen;	/* a string's decoded value in json_scan.strs */
-};
-
-#define JSON_SPANS_MAX 64
-
-struct json_scan {
-	struct json_span span[JSON_SPANS_MAX];
-	int		nspan;		/* members past JSON_SPANS_MAX are not recorded */
-	struct buf	strs;		/* decoded string values; owned, reused */
-	const char *const *deep;	/* if set, NULL-terminated depth-1 keys whose
-					   members alone are recorded at depth 2 */
-};
-
 /*
- * Validate the len bytes at p as one JSON object and record its members.
- * Returns 0; or -1 with a one-line reason in err ("not a JSON object", or
- * a parse error with its byte offset). s is reused between calls; free
- * s->strs with buf_free when done.
+ * A one-line reason for yajl handle h's failure on the len bytes at p
+ * into err (errlen bytes): yajl's message and the byte it names (for bad
+ * UTF-8, the first bad byte itself), or "at end of line" when atend (the
+ * failure came from yajl_complete_parse).
  */
-int json_scan(struct json_scan *s, const char *p, size_t len, char *err,
-    size_t errlen);
-/*
- * Number of elements of the JSON array in the len bytes at p (a span that
- * json_scan validated), or -1 if it is not an array.
- */
-long json_array_len(const char *p, size_t len);
-/*
- * Characters (Unicode code points; an escape counts as the character it
- * stands for) in the string values, not the keys, of the len bytes of
- * valid JSON at p: the base of qb's prompt-token estimate.
- */
-long long json_string_chars(const char *p, size_t len);
-/* Index of the member key at depth 1 (parent -1) or inside parent; or -1. */
-int json_find(const struct json_scan *s, int parent, const char *key);
-/* 1 if key is one of list (NULL-terminated), else 0. */
-int json_keyin(const char *key, const char *const *list);
-/* 1 if the member key appears more than once there, else 0. */
-int json_dupkey(const struct json_scan *s, int parent, const char *key);
-/* The decoded string of span i (NUL-terminated), or NULL if not a string. */
-const char *json_sval(const struct json_scan *s, int i);
+void json_yajl_error(yajl_handle h, const char *p, size_t len, int atend,
+    char *err, size_t errlen);
 
 #endif

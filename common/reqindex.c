@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "exits.h"
+#include "jscan.h"
 #include "json.h"
 #include "jout.h"
 #include "jsonl.h"

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <yajl/yajl_gen.h>
 
+#include "jscan.h"
 #include "json.h"
 
 enum result_kind { RESULT_OPENAI, RESULT_ANTHROPIC, RESULT_QB };

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "exits.h"
 #include "idmap.h"
+#include "jscan.h"
 #include "json.h"
 #include "jsonl.h"
 #include "msg.h"
