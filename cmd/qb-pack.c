@@ -77,6 +77,7 @@ struct group {
 	long long	 bytes;
 	long long	 inputs;	/* embedding inputs, where the provider caps them */
 	long long	 tokens;	/* estimated prompt tokens */
+	long long	 retries;	/* requests from retry outcomes */
 	unsigned long	 used;		/* packer tick of its last line */
 };
 
@@ -128,7 +129,7 @@ group_start(struct packer *pk, struct group *g)
 	buf_free(&path);
 	g->open = 1;
 	pk->nopen++;
-	g->requests = g->bytes = g->inputs = g->tokens = 0;
+	g->requests = g->bytes = g->inputs = g->tokens = g->retries = 0;
 }
 
 /* Close the group's file: fsync, rename to its content name, print the pack record. */
@@ -161,6 +162,7 @@ group_finish(struct packer *pk, struct group *g)
 	jout_kint(y, "requests", g->requests);
 	jout_kint(y, "bytes", g->bytes);
 	jout_kint(y, "tokens", g->tokens);
+	jout_kint(y, "retries", g->retries);
 	jout_kstr(y, "sha256", hex);
 	jout_close(y);
 	/* A pack record is handed on as soon as its file is complete. */
@@ -230,7 +232,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	const struct provider *pv = pk->o->prov;
 	char err[256];
 	const char *id, *endpoint, *model, *why, *method;
-	int iid, ibody, iurl, imodel, imethod, isnew;
+	int iid, ibody, iurl, imodel, imethod, iout, isnew;
 	size_t idx, n, k;
 	long ninputs;
 	struct group *g;
@@ -263,6 +265,11 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 		ibody = json_find(s, -1, "params");
 	if (ibody < 0)
 		return bad(pk, r, "no \"body\" or \"params\" for id \"%s\"%s", id, "");
+	/* An Anthropic request (a retry of one, say) is not an OpenAI body. */
+	if (pv->line_format != PROVIDER_LINE_ANTHROPIC &&
+	    strcmp(s->span[ibody].key, "params") == 0)
+		return bad(pk, r, "\"params\" is an Anthropic request, for id "
+		    "\"%s\"%s; pack it with -p anthropic", id, "");
 	if (s->span[ibody].type != JT_MAP)
 		return bad(pk, r, "\"%s\" is not an object for id \"%s\"",
 		    s->span[ibody].key, id);
@@ -403,6 +410,10 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	/* Prompt tokens, as characters of the body's strings / 4 (an estimate). */
 	g->tokens += (json_string_chars(line + s->span[ibody].off,
 	    s->span[ibody].len) + 3) / 4;
+	/* A retry outcome of qb-reconcile, packed again (qb-submit reads it). */
+	if ((iout = json_find(s, -1, "outcome")) >= 0 &&
+	    (method = json_sval(s, iout)) != NULL && strcmp(method, "retry") == 0)
+		g->retries++;
 	yajl_gen_clear(pk->gen);
 	yajl_gen_reset(pk->gen, NULL);
 	return 0;

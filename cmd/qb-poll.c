@@ -302,7 +302,8 @@ poll_one(struct poll *P, struct job *j)
 		P->nended++;
 	}
 	progress(&pj, err, sizeof(err));
-	qb_note(1, "%s: %s%s%s", id, pj.status, s.ended ? ", ended" : "", err);
+	qb_note(1, "%s: %s%s%s", id, pj.status, s.ended &&
+	    strcmp(pj.status, "ended") != 0 ? ", ended" : "", err);
 	for (i = 0; i < n; i++)
 		free(paths[i]);
 	yajl_tree_free(batch);

@@ -40,6 +40,12 @@
 #include "sha256.h"
 #include "xmem.h"
 
+/*
+ * Seconds after an unrecorded create during which its batch may still
+ * appear: a create the server took in late, after qb gave up on it.
+ */
+#define INFLIGHT	600
+
 static const char usage[] =
     "[-hqVv] [--strict] [--base-url url] [--key-file file] [-l ledger]\n"
     "       [-p provider] [--token-budget tokens] [--wait-budget seconds]\n"
@@ -80,6 +86,7 @@ struct run {
 	struct budget	 bud;		/* --token-budget */
 	double		 deadline;	/* of --wait-budget */
 	unsigned long	 nheld;
+	unsigned long	 ninflight;	/* creates that may still be under way */
 	char		*reuse;		/* input file of the batch again() saw, or NULL */
 };
 
@@ -206,6 +213,16 @@ adopt(struct run *r, struct jsonl_reader *rd, yajl_val rec,
 		r->nnot++;
 		return 1;
 	}
+	if (batch == NULL && t > 0 && time(NULL) - t < INFLIGHT) {
+		/* A create the server got late may not be listed yet. */
+		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: no batch yet "
+		    "from the unrecorded submit of %s, which may still be made; "
+		    "run again after %d minutes from then", file, at,
+		    INFLIGHT / 60);
+		r->ninflight++;
+		r->nnot++;
+		return 1;
+	}
 	if (batch == NULL) {
 		qb_note(1, "%s: no batch from the unrecorded submit of %s",
 		    file, at);
@@ -230,22 +247,34 @@ adopt(struct run *r, struct jsonl_reader *rd, yajl_val rec,
 
 /*
  * The ledger's newest batch for the file is bid. Returns 1 to skip the
- * file (or when submitting stopped), 0 to submit it again: only when the
- * batch ended with no request completed (or failed as a whole, saying
- * why, with no counts), whatever the provider calls that, which would
- * otherwise leave its items stuck, as packing them again makes the very
- * same file.
+ * file (or when submitting stopped), 0 to submit it again. Only a file
+ * made of retry outcomes alone ("retries" == "requests" in the pack
+ * record: qb-reconcile judged none of its requests done) is submitted
+ * again, and only when its batch ended with no request completed
+ * (whatever the provider calls that), or qb-reap ended it because its
+ * results are gone; a file packed again from retries is byte for byte
+ * the one that ran. Running the original pack records again never pays
+ * twice: their items come back from qb-reconcile as retries.
  */
 static int
 again(struct run *r, struct jsonl_reader *rd, const struct provider *p,
-    const char *file, const char *bid)
+    yajl_val rec, const char *file, const char *sha, const char *bid)
 {
 	struct provider_job pj;
 	struct http *h;
 	yajl_val batch;
+	long long req = -1, ret = -1;
 	char err[256];
-	int rc, skip = 1, ended;
+	int rc, skip = 1, retries;
 
+	json_int(rec, "requests", &req);
+	json_int(rec, "retries", &ret);
+	retries = req > 0 && ret == req;
+	if (retries && ledger_reaped(&r->led, sha)) {
+		qb_note(1, "%s: batch %s was reaped, its results gone; its "
+		    "retries are submitted again", file, bid);
+		return 0;
+	}
 	if (*bid == '\0' || p->get == NULL) {
 		qb_lwarn(rd->name, rd->lineno, "%s: already submitted; "
 		    "skipped", file);
@@ -254,9 +283,10 @@ again(struct run *r, struct jsonl_reader *rd, const struct provider *p,
 	}
 	h = conn(r, p);
 	if ((rc = p->get(h, bid, &batch)) != 0) {
-		qb_lwarn(rd->name, rd->lineno, "%s: cannot check batch %s: %s%s",
-		    file, bid, h->err, rc == QB_EX_UNAVAILABLE ||
-		    rc == QB_EX_DATAERR ? "; skipped" : "");
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted as %s, "
+		    "which cannot be checked: %s%s", file, bid, h->err,
+		    rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR ?
+		    "; skipped" : "");
 		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
 			r->nrej++;	/* 404: never submitted blindly */
 		else {
@@ -270,32 +300,34 @@ again(struct run *r, struct jsonl_reader *rd, const struct provider *p,
 		    err);
 		r->stop = QB_EX_PROTOCOL;
 		r->nnot++;
-	} else {
-		/*
-		 * Unknown counts count as "ran" (never pay twice), unless
-		 * the batch failed as a whole and said why. Only completed
-		 * requests count: a byte-identical file comes from retry
-		 * outcomes of every request, so nothing of it succeeded, and
-		 * expired requests are counted as failed by some hosts
-		 * (PROVIDERS.md §1.9).
-		 */
-		skip = !pj.ended || (pj.has_counts ? pj.completed != 0 :
-		    pj.errors == NULL);
-		ended = strcmp(pj.status, "ended") == 0;	/* no "ended ended" */
-		if (skip) {
-			qb_lwarn(rd->name, rd->lineno, "%s: already submitted "
-			    "as %s (%s); skipped", file, bid, pj.status);
-			r->nskip++;
-		} else {
-			qb_note(1, "%s: batch %s ended%s%s with nothing run; "
-			    "submitting again", file, bid, ended ? "" : " ",
-			    ended ? "" : pj.status);
-			/* The provider keeps its input file: no new upload. */
-			free(r->reuse);
-			r->reuse = pj.input_file_id != NULL ?
-			    xstrdup(pj.input_file_id) : NULL;
-		}
+		yajl_tree_free(batch);
+		return 1;
 	}
+	/*
+	 * Unknown counts count as "ran" (never pay twice), unless the batch
+	 * failed as a whole and said why. Only completed requests count:
+	 * expired requests are counted as failed by some hosts (§1.9).
+	 */
+	if (retries && pj.ended && (pj.has_counts ? pj.completed == 0 :
+	    pj.errors != NULL)) {
+		skip = 0;
+		qb_note(1, "%s: batch %s ended%s%s with nothing run; its "
+		    "retries are submitted again", file, bid,
+		    strcmp(pj.status, "ended") == 0 ? "" : " ",
+		    strcmp(pj.status, "ended") == 0 ? "" : pj.status);
+		/* The provider keeps its input file: no new upload. */
+		free(r->reuse);
+		r->reuse = pj.input_file_id != NULL ?
+		    xstrdup(pj.input_file_id) : NULL;
+	} else if (pj.ended && !retries)
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted as %s "
+		    "(%s); skipped: qb-reconcile gives its requests their "
+		    "outcomes, and its retries, packed again, are submitted",
+		    file, bid, pj.status);
+	else
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted as %s "
+		    "(%s); skipped", file, bid, pj.status);
+	r->nskip += skip;
 	yajl_tree_free(batch);
 	return skip;
 }
@@ -398,7 +430,7 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 			if (adopt(r, rd, rec, p, sha, at))
 				return;
 		} else if ((bid = ledger_sha(&r->led, sha)) != NULL &&
-		    again(r, rd, p, file, bid))
+		    again(r, rd, p, rec, file, sha, bid))
 			return;
 	}
 	if (sha256_file(file, hex) == -1) {
@@ -440,6 +472,9 @@ submit(struct run *r, struct jsonl_reader *rd, yajl_val rec)
 		    h->err);
 		if (unknown)
 			lost(r, p, file, sha);
+		/* Nothing was made: a later run need not look for it. */
+		else if (r->useled && ledger_withdraw(&r->led, sha) != 0)
+			r->stop = QB_EX_IOERR;
 		if (!unknown &&
 		    (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)) {
 			r->refused = 1;
@@ -623,7 +658,7 @@ main(int argc, char *argv[])
 		return QB_EX_UNAVAILABLE;
 	if (rc != QB_EX_OK)
 		return rc;
-	if (r.nheld > 0)
+	if (r.nheld > 0 || r.ninflight > 0)
 		return QB_EX_TEMPFAIL;
 	return r.nrej > 0 ? QB_EX_PARTIAL : QB_EX_OK;
 }

@@ -626,8 +626,19 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 			snprintf(h->err + strlen(h->err),
 			    sizeof(h->err) - strlen(h->err),
 			    "; outcome unknown: the request was sent");
+		} else if (q->create && (r->status == 500 || r->status == 502 ||
+		    r->status == 504)) {
+			/* It may have been made before the error, or behind a
+			   gateway that gave up on it: never send it twice. */
+			r->unknown = 1;
+			retry = 0;
+			snprintf(h->err + strlen(h->err),
+			    sizeof(h->err) - strlen(h->err),
+			    "; outcome unknown: the server may have made it");
 		} else if (q->create && r->status > 0)
-			retry = retry && (r->status == 429 || r->status >= 500);
+			/* 429, 503, 529: refused before it was taken. */
+			retry = retry && (r->status == 429 || r->status == 503 ||
+			    r->status == 529);
 		if (!retry || attempt >= h->retries)
 			break;
 		delay = http_retry_after(r->retry_after_ms, r->retry_after,

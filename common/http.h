@@ -92,8 +92,8 @@ struct http_body {
  * none). The response body lands in r->body. Temporary failures are
  * retried; when create is set the request makes something that must not
  * exist twice, so it is retried only after a connection failure before
- * anything was sent, a 429 or a 5xx answer (a failure after sending sets
- * r->unknown). A body from memory may take h->json_timeout seconds for the
+ * anything was sent, or a 429, 503 or 529 answer; a failure after
+ * sending, or a 500, 502 or 504 answer, sets r->unknown. A body from memory may take h->json_timeout seconds for the
  * whole try, and no longer than h->deadline allows; a streamed one may not
  * stall for h->timeout seconds, nor its answer take h->json_timeout once it
  * is sent. No try starts after the deadline. A read error gives HTTP_PERM

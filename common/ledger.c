@@ -62,6 +62,7 @@ ledger_free(struct ledger *l)
 	}
 	free(l->batch);
 	free(l->intent);
+	free(l->reaped);
 	idmap_free(&l->sha);
 	idmap_free(&l->ids);
 	free(l->path);
@@ -194,9 +195,15 @@ ledger_start(struct ledger *l, const char *tool, int create)
 	return rc != 0 ? rc : ledger_runlock(l, tool);
 }
 
-/* Note a job (id set) or an intent (at set) for digest sha. */
+enum { R_JOB, R_REAPED, R_INTENT, R_WITHDRAWN };
+
+/*
+ * Note for digest sha a job (R_JOB, or R_REAPED for one qb-reap ended),
+ * with batch id; an intent made at at; or an intent withdrawn.
+ */
 static void
-remember(struct ledger *l, const char *sha, const char *id, const char *at)
+remember(struct ledger *l, const char *sha, const char *id, const char *at,
+    int what)
 {
 	size_t i;
 	int isnew;
@@ -210,17 +217,24 @@ remember(struct ledger *l, const char *sha, const char *id, const char *at)
 		l->batch = xreallocarray(l->batch, l->sha.n, sizeof(*l->batch));
 		l->intent = xreallocarray(l->intent, l->sha.n,
 		    sizeof(*l->intent));
+		l->reaped = xreallocarray(l->reaped, l->sha.n,
+		    sizeof(*l->reaped));
 		l->batch[i] = l->intent[i] = NULL;
+		l->reaped[i] = 0;
 	}
 	/* The latest record for a file wins; a job settles an intent. */
-	if (id != NULL && *id != '\0') {
+	if ((what == R_JOB || what == R_REAPED) && id != NULL && *id != '\0') {
 		free(l->batch[i]);
 		l->batch[i] = xstrdup(id);
+		l->reaped[i] = what == R_REAPED;
 		free(l->intent[i]);
 		l->intent[i] = NULL;
-	} else if (at != NULL) {
+	} else if (what == R_INTENT) {
 		free(l->intent[i]);
 		l->intent[i] = xstrdup(at);
+	} else if (what == R_WITHDRAWN) {
+		free(l->intent[i]);
+		l->intent[i] = NULL;
 	}
 }
 
@@ -299,10 +313,11 @@ ledger_refresh(struct ledger *l)
 		v = json_tree(line, err, sizeof(err));
 		if (YAJL_IS_OBJECT(v) && json_str(v, "intent") != NULL)
 			remember(l, json_str(v, "intent"), NULL,
-			    json_str(v, "at") != NULL ? json_str(v, "at") : "");
+			    json_str(v, "at") != NULL ? json_str(v, "at") : "",
+			    json_true(v, "withdrawn") ? R_WITHDRAWN : R_INTENT);
 		else if (YAJL_IS_OBJECT(v)) {
 			remember(l, json_str(v, "sha256"), json_str(v, "batch_id"),
-			    NULL);
+			    NULL, json_get(v, "reaped") != NULL ? R_REAPED : R_JOB);
 			if (l->each != NULL)
 				l->each(l->each_arg, v);
 		} else
@@ -399,12 +414,13 @@ ledger_append(struct ledger *l, const char *sha256, const char *batch_id,
 	int rc;
 
 	if ((rc = append(l, line, len)) == 0)
-		remember(l, sha256, batch_id, NULL);
+		remember(l, sha256, batch_id, NULL, R_JOB);
 	return rc;
 }
 
-int
-ledger_intend(struct ledger *l, const char *sha256, const char *file,
+/* Append an intent line for sha256: made now, or withdrawn (file NULL). */
+static int
+intent(struct ledger *l, const char *sha256, const char *file,
     const char *provider)
 {
 	const unsigned char *line;
@@ -416,15 +432,41 @@ ledger_intend(struct ledger *l, const char *sha256, const char *file,
 	provider_time((long long)time(NULL), at, sizeof(at));
 	jout_open(g);
 	jout_kstr(g, "intent", sha256);
-	jout_kstr(g, "file", file);
+	if (file != NULL)
+		jout_kstr(g, "file", file);
+	else
+		jout_kbool(g, "withdrawn", 1);
 	jout_kstr(g, "at", at);
-	jout_kstr(g, "provider", provider);
+	if (provider != NULL)
+		jout_kstr(g, "provider", provider);
 	jout_close(g);
 	yajl_gen_get_buf(g, &line, &len);
 	if ((rc = append(l, (const char *)line, len)) == 0)
-		remember(l, sha256, NULL, at);
+		remember(l, sha256, NULL, at, file != NULL ? R_INTENT :
+		    R_WITHDRAWN);
 	yajl_gen_free(g);
 	return rc;
+}
+
+int
+ledger_intend(struct ledger *l, const char *sha256, const char *file,
+    const char *provider)
+{
+	return intent(l, sha256, file, provider);
+}
+
+int
+ledger_withdraw(struct ledger *l, const char *sha256)
+{
+	return intent(l, sha256, NULL, NULL);
+}
+
+int
+ledger_reaped(const struct ledger *l, const char *sha256)
+{
+	size_t i = idmap_get(&l->sha, sha256, strlen(sha256));
+
+	return i != (size_t)-1 && l->batch[i] != NULL && l->reaped[i];
 }
 
 int

@@ -7,7 +7,9 @@
  * Besides jobs, qb-submit appends an intent line just before it creates
  * a batch: {"intent":SHA256,"file":...,"at":RFC3339,"provider":...}. An
  * intent with no job after it for the same digest means a create whose
- * outcome was never recorded; readers of jobs skip intent lines.
+ * outcome was never recorded, unless a line {"intent":SHA256,
+ * "withdrawn":true,"at":...} says the create was refused; readers of jobs
+ * skip intent lines.
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_LEDGER_H
@@ -31,6 +33,7 @@ struct ledger {
 	struct idmap	 sha;		/* sha256 of every job or intent seen */
 	char		**batch;	/* batch_id of sha member i, or NULL; owned */
 	char		**intent;	/* "at" of its intent with no job after it, or NULL; owned */
+	unsigned char	*reaped;	/* its latest job was ended by qb-reap; owned */
 	struct idmap	 ids;		/* every batch_id seen */
 	int		 runfd;		/* the run lock (ledger_runlock), or -1 */
 	/* If set, ledger_refresh also hands each job record it reads (not
@@ -96,6 +99,14 @@ int ledger_known(const struct ledger *l, const char *id);
  */
 int ledger_intend(struct ledger *l, const char *sha256, const char *file,
     const char *provider);
+
+/*
+ * Append a line withdrawing sha256's intent: its create was refused and
+ * made nothing. Returns 0 or a QB_EX_* status, reported.
+ */
+int ledger_withdraw(struct ledger *l, const char *sha256);
+/* 1 if the latest job for sha256 has a "reaped" member (qb-reap), else 0. */
+int ledger_reaped(const struct ledger *l, const char *sha256);
 
 /*
  * Append the len bytes of one job record at line (no newline) under an

@@ -3,7 +3,7 @@
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
-plan 102
+plan 105
 
 # pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
 pack() {
@@ -244,6 +244,18 @@ is "$rc:$(cat "$T/err" | tr '\n' '|')" \
     "1:qb-pack: $T/vtff.jsonl:1: byte 33: a vertical tab is not JSON whitespace|qb-pack: $T/vtff.jsonl:2: byte 46: a form feed is not JSON whitespace|" \
     "VT and FF between tokens: refused, naming the byte"
 is "$(jqr .custom_id "$T"/dv/*.jsonl)" v3 "VT and FF: the other line is packed"
+
+# "params" alone is an Anthropic request: refused for openai; retry
+# outcomes packed again are counted in "retries"
+printf '%s\n' '{"id":"p1","params":{"model":"m1","max_tokens":4,"messages":[]}}' \
+    '{"id":"p2","outcome":"retry","status":"missing","body":{"model":"m1","max_tokens":4,"messages":[]}}' \
+    '{"id":"p3","outcome":"done","body":{"model":"m1","max_tokens":4,"messages":[]}}' >"$T/pr.jsonl"
+pack "$T/dp" "$T/pr.jsonl"
+is "$rc:$(cat "$T/err")" "1:qb-pack: $T/pr.jsonl:1: \"params\" is an Anthropic request, for id \"p1\"; pack it with -p anthropic" \
+    "params under openai: refused, saying to use -p anthropic"
+is "$(jqr '[.requests, .retries] | @tsv' "$T/out")" "$(printf '2\t1')" "retries: the requests packed from retry outcomes"
+pack "$T/dp" -p anthropic "$T/pr.jsonl"
+is "$rc:$(jqr '[.requests, .retries] | @tsv' "$T/out")" "$(printf '0:3\t1')" "-p anthropic takes all three"
 
 # --max-line-bytes: the written line, newline not counted, against the cap;
 # the input's own spacing and CRLF do not count

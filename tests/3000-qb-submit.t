@@ -4,7 +4,7 @@
 # run lock, intents and adoption of batches whose job was never recorded,
 # submitting again a file whose batch ran nothing, configuration errors.
 . "$(dirname "$0")/lib.sh"
-plan 128
+plan 136
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -130,10 +130,18 @@ check_exit 66 "missing input" qb-submit nonexistent.jsonl
 
 # retries
 reset
-script '{"on":"POST /v1/batches","status":500,"times":2}'
-check_exit 0 "500 twice, then the create works" qb-submit -v one.jsonl
-is "$(stat_of '.requests["POST /v1/batches"]|[."500",."200"]|@tsv')" "$(printf '2\t1')" "two 500s, one 200"
+script '{"on":"POST /v1/batches","status":503,"times":2}'
+check_exit 0 "503 twice, then the create works" qb-submit -v one.jsonl
+is "$(stat_of '.requests["POST /v1/batches"]|[."503",."200"]|@tsv')" "$(printf '2\t1')" "two 503s, one 200"
 like "$(cat "$T/err")" "retry 2 of 2" "-v notes each retry"
+reset
+script '{"on":"POST /v1/batches","status":504,"times":1}'
+check_exit 75 "a 504 to a create: the gateway may have passed it on" qb-submit -l led504.jsonl one.jsonl
+is "$(stat_of '.requests["POST /v1/batches"]|[."504",."200"]|@tsv')" "$(printf '1\t')" "not sent again"
+like "$(cat "$T/err")" "outcome unknown: the server may have made it" "says why"
+check_exit 75 "an immediate re-run" qb-submit -l led504.jsonl one.jsonl
+like "$(cat "$T/err")" "no batch yet from the unrecorded submit of" "waits: the batch may still be made"
+is "$(stat_of '.requests["POST /v1/batches"]|[."504",."200"]|@tsv')" "$(printf '1\t')" "still one create"
 reset
 script '{"on":"POST /v1/files","status":429,"headers":{"retry-after-ms":"20"},"times":1}'
 check_exit 0 "429 with retry-after-ms, then OK" qb-submit -v one.jsonl
@@ -143,13 +151,14 @@ script '{"on":"POST /v1/files","status":429,"headers":{"retry-after":"600"},"tim
 check_exit 75 "429 asking for 10 minutes: not waited for" qb-submit one.jsonl
 like "$(cat "$T/err")" "the server asks to wait 600 s" "says why"
 reset
-script '{"on":"POST /v1/batches","status":500,"times":-1}'
-check_exit 75 "500 always: temporary failure" qb-submit -l led75.jsonl pack.jsonl
+script '{"on":"POST /v1/batches","status":503,"times":-1}'
+check_exit 75 "503 always: temporary failure" qb-submit -l led75.jsonl pack.jsonl
 is "$(wc -c <"$T/out" | tr -d ' ')" 0 "nothing printed"
 like "$(cat "$T/err")" "not submitted (stopped after an earlier failure)" "the rest are named"
 like "$(cat "$T/err")" "0 submitted, 0 skipped (already in ledger), 0 rejected, 2 not submitted" "summary counts them"
 is "$(jobs led75.jsonl)" "" "no job ledgered"
-is "$(jqr .intent led75.jsonl)" "$(jqr .sha256 pack.jsonl | head -n 1)" "only the intent of the file tried"
+is "$(jqr '[.intent, .withdrawn] | @tsv' led75.jsonl)" "$(printf '%s\t\n%s\ttrue' "$(jqr .sha256 pack.jsonl | head -n 1)" "$(jqr .sha256 pack.jsonl | head -n 1)")" \
+    "only the intent of the file tried, withdrawn: nothing was made"
 reset
 script '{"on":"POST /v1/batches","status":503,"headers":{"x-should-retry":"false"}}'
 check_exit 75 "x-should-retry: false is obeyed" qb-submit one.jsonl
@@ -240,22 +249,29 @@ check_exit 0 "the next run" qb-submit -l late.jsonl one.jsonl
 is "$(jqr .batch_id "$T/out")" "$(jqr .batch_id late.out)" "adopts that batch"
 is "$(stat_of .batches_created)" 1 "no second create"
 
-# a batch that failed, or ended with no request completed: submitted again
+# a batch that failed, or ended with no request completed: the same pack
+# record is skipped (its items come back from qb-reconcile as retries);
+# the file packed again from those retries ("retries" == "requests") is
+# submitted again
 reset
 printf '%s\n' '{"custom_id":"d1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[]}}' \
     '{"custom_id":"d1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[]}}' >dup.jsonl
 jq -nc --arg s "$(sha256sum dup.jsonl | cut -d' ' -f1)" \
     '{file:"dup.jsonl",provider:"openai",endpoint:"/v1/chat/completions",model:"m1",requests:2,sha256:$s}' >dup.pack
+jq -c '.retries=2' dup.pack >dupr.pack
 qb-submit -l again.jsonl dup.pack >/dev/null 2>&1
 clock 2
-check_exit 0 "a file whose batch failed" qb-submit -v -l again.jsonl dup.pack
-like "$(cat "$T/err")" "ended failed with nothing run; submitting again" "-v says why"
+check_exit 0 "the pack record of a file whose batch failed, again" qb-submit -v -l again.jsonl dup.pack
+like "$(cat "$T/err")" "(failed); skipped: qb-reconcile gives its requests their outcomes" "is skipped, saying where its items went"
+check_exit 0 "the file packed again from retries" qb-submit -v -l again.jsonl dupr.pack
+like "$(cat "$T/err")" "ended failed with nothing run; its retries are submitted again" "-v says why"
 like "$(cat "$T/err")" "dup.jsonl: created from file file-" "-v says it reuses the input file"
 is "$(stat_of '[.uploads,.batches_created]|@tsv')" "$(printf '1\t2')" "created again from the file uploaded before"
 is "$(jobs again.jsonl | jqr .batch_id | sort -u | wc -l | tr -d ' ')" 2 "a new job line; the old one stays"
+jq -c '.retries=.requests' one.jsonl >oner.jsonl
 check_exit 0 "another file" qb-submit -l again.jsonl one.jsonl
 B=$(jqr .batch_id "$T/out")
-check_exit 0 "while its batch runs" qb-submit -l again.jsonl one.jsonl
+check_exit 0 "while its batch runs" qb-submit -l again.jsonl oner.jsonl
 like "$(cat "$T/err")" "already submitted as $B (" "it is skipped"
 is "$(stat_of .batches_created)" 3 "no second create for it"
 curl -s -X POST -H 'Authorization: Bearer sk-test' "$OPENAI_BASE_URL/batches/$B/cancel" >/dev/null
@@ -263,20 +279,20 @@ clock 2
 F=$(jobs again.jsonl | jqr "select(.batch_id==\"$B\") | .input_file_id")
 curl -s -X DELETE -H 'Authorization: Bearer sk-test' "$OPENAI_BASE_URL/files/$F" >/dev/null
 U=$(stat_of .uploads)
-check_exit 0 "a file whose batch was cancelled before running" qb-submit -v -l again.jsonl one.jsonl
+check_exit 0 "a file whose batch was cancelled before running" qb-submit -v -l again.jsonl oner.jsonl
 is "$(jqr .batch_id "$T/out" | grep -c batch_)" 1 "is submitted again"
 like "$(cat "$T/err")" "file $F not taken again (" "its deleted input file is refused: -v says so"
 is "$(stat_of .uploads)" "$((U + 1))" "and the file is uploaded again"
 clock 2
-check_exit 0 "a file whose batch completed" qb-submit -l again.jsonl one.jsonl
+check_exit 0 "a file whose batch completed" qb-submit -l again.jsonl oner.jsonl
 like "$(cat "$T/err")" "(completed); skipped" "is skipped"
 printf '%s\n' '{"custom_id":"f1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[],"qb_fake":{"status":500}}}' >allfail.jsonl
 jq -nc --arg s "$(sha256sum allfail.jsonl | cut -d' ' -f1)" \
-    '{file:"allfail.jsonl",provider:"openai",endpoint:"/v1/chat/completions",model:"m1",requests:1,sha256:$s}' >allfail.pack
+    '{file:"allfail.jsonl",provider:"openai",endpoint:"/v1/chat/completions",model:"m1",requests:1,retries:1,sha256:$s}' >allfail.pack
 qb-submit -l again.jsonl allfail.pack >/dev/null 2>&1
 clock 2
 check_exit 0 "a file whose batch completed with no request succeeded" qb-submit -v -l again.jsonl allfail.pack
-like "$(cat "$T/err")" "ended completed with nothing run; submitting again" "is submitted again, as with Anthropic"
+like "$(cat "$T/err")" "ended completed with nothing run; its retries are submitted again" "is submitted again, as with Anthropic"
 
 # configuration errors come first
 check_exit 78 "an ftp base URL" qb-submit --base-url ftp://example.com/v1 bad.jsonl

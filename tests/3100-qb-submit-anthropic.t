@@ -7,7 +7,7 @@
 # fetched without the key, a create body streamed from the file, not held
 # in memory.
 . "$(dirname "$0")/lib.sh"
-plan 75
+plan 81
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -166,6 +166,11 @@ is "$(stat_of '.message_batches_created')" 1 "nothing was submitted blindly"
 reset
 script "{\"on\":\"$CREATE\",\"close\":true}"
 qb-submit -l led3.jsonl pack.jsonl >/dev/null 2>&1
+check_exit 75 "an immediate re-run after a create cut off once sent" qb-submit -l led3.jsonl pack.jsonl
+like "$(cat "$T/err")" "no batch yet from the unrecorded submit of" "waits: a late create may still make it"
+# ten minutes on (the intent's time moved back), nothing was made: submitted
+past=$(date -u -d '-11 min' +%Y-%m-%dT%H:%M:%SZ)
+jq -c --arg t "$past" 'if .intent then .at = $t else . end' led3.jsonl >led3.tmp && mv led3.tmp led3.jsonl
 check_exit 0 "re-run after a create that made nothing: submitted" qb-submit -l led3.jsonl pack.jsonl
 is "$(jobs led3.jsonl | wc -l | tr -d ' ')" 1 "its job in the ledger"
 reset
@@ -185,8 +190,18 @@ qb-submit -l led4.jsonl badpack.jsonl >badjob.jsonl 2>/dev/null
 qb-poll -w --interval 0.1 -d bad badjob.jsonl >badpolled.jsonl 2>/dev/null
 is "$(jqr '[.status,.counts.completed,.counts.failed]|@tsv' badpolled.jsonl)" "$(printf 'ended\t0\t2')" \
     "every request errored"
-check_exit 0 "re-run with the ledger" qb-submit -v -l led4.jsonl badpack.jsonl
-like "$(cat "$T/err")" "ended with nothing run; submitting again" "submitted again, and -v says why"
+check_exit 0 "re-run of the same pack record" qb-submit -v -l led4.jsonl badpack.jsonl
+like "$(cat "$T/err")" "(ended); skipped: qb-reconcile gives its requests their outcomes" "is skipped"
+qb-reconcile -r bad.jsonl badpolled.jsonl 2>/dev/null | jq -c 'select(.outcome == "retry")' >badretry.jsonl
+qb-pack -p anthropic -d bad badretry.jsonl >badrpack.jsonl 2>/dev/null
+is "$(jqr '[.retries, .requests] | @tsv' badrpack.jsonl)" "$(printf '2\t2')" "every request of the new file a retry"
+# in the order of the results, or of the requests: then it is the same
+# file, and the ledger's batch for it ran nothing
+jq -c 'select(.outcome == "retry")' badretry.jsonl | jq -sc 'sort_by(.id)[]' >badretry2.jsonl
+qb-pack -p anthropic -d bad badretry2.jsonl >badrpack.jsonl 2>/dev/null
+is "$(jqr '.sha256 == input.sha256' badrpack.jsonl badpack.jsonl)" true "in request order, the same file"
+check_exit 0 "the retries, with the ledger" qb-submit -v -l led4.jsonl badrpack.jsonl
+like "$(cat "$T/err")" "ended with nothing run; its retries are submitted again" "submitted again, and -v says why"
 is "$(stat_of '.message_batches_created')" 2 "a second batch made"
 is "$(jobs led4.jsonl | jqr .batch_id | sort -u | wc -l | tr -d ' ')" 2 "a new job line; the old one stays"
 

@@ -7,7 +7,7 @@
 # reconciled; --dry-run; bad lines; the ledger kept whole when another
 # tool changes it during a run; exit statuses; the key never shown.
 . "$(dirname "$0")/lib.sh"
-plan 101
+plan 107
 
 QB_MAX_RETRIES=1
 export QB_MAX_RETRIES
@@ -182,7 +182,8 @@ check_same "$T/out" f500.jsonl "is not a reason to reap"
 
 # end to end: qb-poll -i records a 404 download; qb-reap -i reaps it
 for i in 5 6; do item "o$i" "openai $i"; done >o2.jsonl
-qb-pack -d b o2.jsonl | qb-submit -l led2.jsonl >/dev/null 2>&1
+qb-pack -d b o2.jsonl >b2pack.jsonl 2>/dev/null
+qb-submit -l led2.jsonl b2pack.jsonl >/dev/null 2>&1
 B2=$(jobs led2.jsonl | jqr .batch_id)
 clock 101
 script '{"on":"GET /v1/files/*/content","status":404,"body":{"error":{"message":"No such File object","type":"invalid_request_error","param":null,"code":null}}}'
@@ -199,6 +200,17 @@ is "$(jobs led2.jsonl | sed -n 2,3p)" "$(cat jobs.before)" "byte for byte"
 is "$(grep -c . led2.jsonl)" 4 "every line kept (the intent too)"
 qb-reconcile -r o2.jsonl reaped2.jsonl >out.jsonl 2>/dev/null
 is "$(outcomes out.jsonl)" "o5:retry:missing o6:retry:missing " "qb-reconcile: every request one outcome"
+# the retries pack into the very same file; the ledger's batch for it ran,
+# but its job was reaped (its results are gone): submitted again
+jq -c 'select(.outcome == "retry")' out.jsonl | qb-pack -d b >rpack.jsonl 2>/dev/null
+is "$(jqr '[.sha256 == input.sha256, .retries] | @tsv' rpack.jsonl b2pack.jsonl)" "$(printf 'true\t2')" \
+    "the retries of a reaped job pack into the same file"
+c0=$(stat_of .batches_created)
+check_exit 0 "qb-submit with the ledger" qb-submit -v -l led2.jsonl rpack.jsonl
+like "$(cat "$T/err")" "was reaped, its results gone; its retries are submitted again" "submits them again"
+is "$(stat_of .batches_created)" "$((c0 + 1))" "one new batch"
+check_exit 0 "the first pack record again" qb-submit -l led2.jsonl b2pack.jsonl
+is "$(stat_of .batches_created)" "$((c0 + 1))" "is skipped: no batch"
 check_exit 0 "qb-reap -i again" qb-reap -i led2.jsonl
 is "$(wc -c <"$T/out" | tr -d ' ')" 0 "a reaped job is not printed again"
 

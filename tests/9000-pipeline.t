@@ -91,7 +91,7 @@ qb-submit -v -l "$T/jobs5" <"$T/packs5" >"$T/sub6" 2>"$T/err"
 is "$?:$(wc -l <"$T/sub6" | tr -d ' ')" "0:1" "token limit: the file is submitted again"
 is "$(fake_stats | jqr .uploads):$(jqr .input_file_id "$T/sub6")" "$U:$(jqr 'select(.status=="failed") | .input_file_id' "$T/polled5")" \
     "token limit: from the file uploaded before, not uploaded again"
-like "$(cat "$T/err")" "ended failed with nothing run; submitting again" "token limit: -v says why"
+like "$(cat "$T/err")" "ended failed with nothing run; its retries are submitted again" "token limit: -v says why"
 qb-poll -w --interval 0.1 --timeout 60 -d "$T/r5" <"$T/sub6" >"$T/polled6"
 is "$(qb-reconcile -r "$T/retry5.jsonl" <"$T/polled6" 2>/dev/null | jqr .outcome | sort | uniq -c | tr -s ' ')" " 5 done" \
     "token limit: the retried items are done"
