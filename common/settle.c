@@ -2,8 +2,10 @@
  * settle.c: qb-drain --settle. Reads outcome records and settles each
  * item on its queue: done and dead are deleted (dead ones first written
  * to the dead letter), retry is released after a backoff that doubles
- * with each receive. Each record is printed again with "settled" (and
- * "error" when it failed); keys read: outcome, receipt, receives, queue.
+ * with each receive; --max-receives makes a retry dead, unless it was not
+ * the item's fault (settle_excused). Each record is printed again with
+ * "settled" (and "settle_error" when it failed); keys read: outcome,
+ * receipt, receives, queue, id, account_error, error.code.
  * SPDX-License-Identifier: ISC
  */
 #include <math.h>
@@ -19,6 +21,42 @@
 #include "msg.h"
 #include "settle.h"
 #include "sqs.h"
+
+/*
+ * The error codes of a retry that say nothing about the item: the batch
+ * it was in never ran, or failed, for a reason outside it. Sending the
+ * item again unchanged can work, so these never spend its receives.
+ */
+static const struct {
+	const char *code, *why;
+} excused[] = {
+	/* OpenAI fails a whole batch when the organization's enqueued
+	 * batch tokens would pass its limit (case 17): nothing in it ran. */
+	{ "token_limit_exceeded", "token_limit_exceeded: the batch was "
+	    "refused for the organization's enqueued-token limit" },
+	/* qb-reconcile: the batch failed because of another of its lines. */
+	{ "batch_failed", "batch_failed: the batch failed because of "
+	    "another line" },
+	{ NULL, NULL }
+};
+
+const char *
+settle_excused(yajl_val v)
+{
+	const char *code;
+	size_t i;
+
+	/* qb-reconcile's mark of a failure of the account (billing, a key's
+	 * permission, the organization's rate limit: case 16). */
+	if (json_true(v, "account_error"))
+		return "account_error: the account failed, not the request";
+	if ((code = json_str(json_get(v, "error"), "code")) == NULL)
+		return NULL;
+	for (i = 0; excused[i].code != NULL; i++)
+		if (strcmp(code, excused[i].code) == 0)
+			return excused[i].why;
+	return NULL;
+}
 
 static void
 put(struct settler *R)
@@ -98,7 +136,10 @@ settle_chunk(struct settler *R, struct pend *p, size_t n)
 				s[i].rc = QB_EX_IOERR;
 	}
 	for (i = 0; i < n; i++) {
-		static const char *const skip[] = { "settled", "error", NULL };
+		/* The outcome's own "error" is kept: the settle failure has
+		 * its own name. */
+		static const char *const skip[] = { "settled", "settle_error",
+		    NULL };
 		const char *id = json_str(p[i].v, "id");
 
 		if (s[i].rc != 0) {
@@ -111,7 +152,7 @@ settle_chunk(struct settler *R, struct pend *p, size_t n)
 		jout_kstr(R->g, "settled", s[i].rc == 0 ? p[i].what :
 		    s[i].expired ? "expired" : NULL);
 		if (s[i].rc != 0)
-			jout_kstr(R->g, "error", s[i].why);
+			jout_kstr(R->g, "settle_error", s[i].why);
 		jout_close(R->g);
 		put(R);
 		yajl_tree_free(p[i].v);
@@ -123,7 +164,7 @@ settle_files(struct settler *R, char **files, int nfiles)
 {
 	struct jsonl_reader r;
 	struct pend p[SQS_BATCH_MAX];
-	const char *oc, *qn, *why;
+	const char *oc, *qn, *why, *id;
 	long long rc;
 	size_t n = 0, len;
 	yajl_val v;
@@ -166,10 +207,18 @@ settle_files(struct settler *R, char **files, int nfiles)
 			p[n].v = v;
 			if (json_int(v, "receives", &rc) == -1)
 				rc = 0;
+			id = json_str(v, "id");
 			if (oc[0] == 'r' && R->maxr > 0 && rc >= R->maxr) {
-				qb_note(1, "%s: received %lld times: dead",
-				    json_str(v, "id"), rc);
-				oc = "dead";
+				if ((why = settle_excused(v)) != NULL)
+					qb_note(1, "%s: received %lld times, "
+					    "--max-receives %ld not applied: not "
+					    "the item's fault (%s); released",
+					    id ? id : "an item", rc, R->maxr, why);
+				else {
+					qb_note(1, "%s: received %lld times: dead",
+					    id ? id : "an item", rc);
+					oc = "dead";
+				}
 			}
 			p[n].dead = strcmp(oc, "dead") == 0 && (R->dead->fp != NULL || R->dead->q != NULL);
 			p[n].what = oc[0] == 'r' ? "released" : p[n].dead ?

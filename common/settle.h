@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
 
 #include "queue.h"
 
@@ -21,6 +22,11 @@ struct deadletter {
 /* Write the finished record in g as a dead letter, then clear g;
  * returns 0 or a QB_EX_* status after saying why. */
 int deadletter_put(struct deadletter *d, yajl_gen g);
+
+/* Why the retry outcome v is not the item's fault ("account_error", or
+ * an error code of the batch it was in), as a static phrase; NULL when
+ * it may be. Such a retry is released, never made dead by --max-receives. */
+const char *settle_excused(yajl_val v);
 
 struct settler {
 	struct queue	*q;		/* in/out: NULL opens the first record's "queue" */

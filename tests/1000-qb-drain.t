@@ -4,7 +4,7 @@
 # back with a higher receive count, settlement per item, --commit, and
 # two drainers racing on one spool.
 . "$(dirname "$0")/lib.sh"
-plan 47
+plan 69
 
 S=$T/spool
 items() { # items FIRST LAST: item records doc-FIRST..doc-LAST
@@ -58,10 +58,17 @@ is "$(jqr '[.id, .receives]' "$T/out" | tr '\n' ' ')" '["doc-1",2] ["doc-2",2] [
 cp "$T/out" "$T/w3"
 
 # The old receipt of doc-1 is gone: settling it is reported, not fatal.
-head -n 1 "$T/w1" | jq -c '. + {outcome:"done"}' >"$T/stale"
+# The outcome's own "error" is kept; the settle's failure is "settle_error".
+head -n 1 "$T/w1" | jq -c '. + {outcome:"retry", error:{code:"server_error"}}' >"$T/stale"
 check_exit 1 "settling an expired lease" qb-drain --settle "$T/stale"
 like "$(cat "$T/err")" "lease has expired" "reported as expired"
 is "$(jqr .settled "$T/out")" expired "settled: expired"
+is "$(jqr '[.error, .settle_error]' "$T/out")" '[{"code":"server_error"},"the lease has expired"]' \
+	"the outcome's error kept, the settle's failure apart"
+cp "$T/out" "$T/stale2"
+check_exit 1 "a settled record settled again" qb-drain --settle "$T/stale2"
+is "$(grep -o '"settle_error"' "$T/out" | wc -l | tr -d ' '):$(grep -o '"settled"' "$T/out" | wc -l | tr -d ' ')" \
+	"1:1" "settled and settle_error replaced, not repeated"
 
 # Settle a mix: doc-1 done, doc-2 retry (no delay), doc-3 dead.
 {
@@ -89,6 +96,82 @@ check_exit 0 "back after the backoff" qb-drain -Q dir:"$S" -n 5 -t 0.3 --max-rec
 is "$(jqr .id "$T/dl" | tr '\n' ' ')" "doc-3 doc-2 " "over --max-receives: dead-lettered at receive"
 is "$(jqr .id "$T/out")" "doc-4" "the others handed on"
 like "$(cat "$T/err")" "received 4 times" "and said so"
+
+# Case 16 on the queue: an account-level error (qb-reconcile marks it
+# account_error) is a retry that is not the item's fault; --max-receives
+# releases it instead of making it dead.
+S=$T/acct
+printf '{"id":"z2","params":{"model":"m1","max_tokens":5,"messages":[{"role":"user","content":"q"}]}}\n' |
+	qb-drain --enqueue -Q dir:"$S"
+qb-drain -Q dir:"$S" -t 0.2 >"$T/zw"
+sed -n 2p "$TOP/tests/data/cases/anthropic-result-types.jsonl" >"$T/z2.res"
+qb-reconcile -r "$T/zw" "$T/z2.res" >"$T/zo" 2>/dev/null
+is "$?:$(jqr '[.outcome, .account_error, .receives]' "$T/zo")" '69:["retry",true,1]' \
+	"case 16: qb-reconcile marks z2's retry account_error (exit 69)"
+check_exit 0 "case 16: settled with --max-receives 1" \
+	qb-drain -v --settle --retry-delay 0 --max-receives 1 --dead-letter "$T/zdl" "$T/zo"
+is "$(jqr .settled "$T/out")" released "case 16: released, not dead-lettered"
+is "$(cat "$T/zdl")" "" "case 16: nothing in the dead letter"
+like "$(cat "$T/err")" "z2: received 1 times, --max-receives 1 not applied: not the item's fault (account_error" \
+	"case 16: -v says why"
+is "$(jqr .error.message "$T/out")" "Your credit balance is too low" "case 16: the outcome's error kept"
+check_exit 0 "case 16: z2 comes back" qb-drain -Q dir:"$S" -t 0.2
+is "$(jqr '[.id, .receives]' "$T/out")" '["z2",2]' "case 16: for another try"
+
+# The batch-level codes: token_limit_exceeded (case 17) and batch_failed
+# are released too; any other retry at --max-receives is dead.
+S=$T/codes
+items 1 5 | qb-drain --enqueue -Q dir:"$S"
+qb-drain -Q dir:"$S" -t 0.2 >"$T/cw"
+{
+	jq -c 'select(.id=="doc-1") + {outcome:"retry", error:{type:"invalid_request_error", code:"token_limit_exceeded"}}' "$T/cw"
+	jq -c 'select(.id=="doc-2") + {outcome:"retry", error:{code:"batch_failed"}}' "$T/cw"
+	jq -c 'select(.id=="doc-3") + {outcome:"retry", error:{code:"server_error"}}' "$T/cw"
+	jq -c 'select(.id=="doc-4") + {outcome:"retry", account_error:false, error:{code:"rate_limit_exceeded"}}' "$T/cw"
+	jq -c 'select(.id=="doc-5") + {outcome:"retry", error:"token_limit_exceeded"}' "$T/cw"
+} >"$T/co"
+check_exit 0 "batch-level retries at --max-receives" \
+	qb-drain --settle --retry-delay 0 --max-receives 1 --dead-letter "$T/cdl" "$T/co"
+is "$(jqr '[.id, .settled]' "$T/out" | tr '\n' ' ')" \
+	'["doc-1","released"] ["doc-2","released"] ["doc-3","dead_lettered"] ["doc-4","dead_lettered"] ["doc-5","dead_lettered"] ' \
+	"token_limit_exceeded and batch_failed released; the item's own retries dead"
+is "$(jqr .id "$T/cdl" | tr '\n' ' ')" "doc-3 doc-4 doc-5 " "the dead ones in the dead letter"
+is "$(cat "$T/err")" "" "nothing on stderr without -v"
+qb-drain -Q dir:"$S" -t 0.2 >"$T/cw2"
+jq -c '. + {outcome:"retry", error:{code:"token_limit_exceeded"}}' "$T/cw2" >"$T/co2"
+check_exit 0 "-v at the second receive" \
+	qb-drain -v --settle --retry-delay 0 --max-receives 1 --dead-letter "$T/cdl" "$T/co2"
+like "$(cat "$T/err")" "doc-1: received 2 times, --max-receives 1 not applied: not the item's fault (token_limit_exceeded: the batch was refused" \
+	"-v names the code and why"
+like "$(cat "$T/err")" "doc-2: received 2 times" "for each item"
+
+# Case 17 end to end: a batch failed for the enqueued-token limit; its
+# items are settled as retries, none dead, the other batch's done.
+if command -v python3 >/dev/null 2>&1; then
+	fake_start --batch-seconds 0.5 --enqueued-token-limit 45
+	S=$T/tok
+	i=1
+	while [ $i -le 10 ]; do
+		printf '{"id":"t%02d","body":{"model":"m1","messages":[{"role":"user","content":"text %02d about work"}]}}\n' $i $i
+		i=$((i + 1))
+	done | qb-drain --enqueue -Q dir:"$S"
+	mkdir -p "$T/tb" "$T/tr"
+	qb-drain -Q dir:"$S" -n 10 -t 0.2 -o "$T/tw"
+	qb-pack -d "$T/tb" -n 5 "$T/tw" | qb-submit -q -l "$T/tjobs" >/dev/null
+	qb-poll -w --interval 0.1 --timeout 60 -d "$T/tr" "$T/tjobs" 2>/dev/null |
+		qb-reconcile -r "$T/tw" 2>/dev/null >"$T/to"
+	is "$(jqr 'select(.outcome=="retry") | .error.code' "$T/to" | sort | uniq -c | awk '{print $1, $2}')" \
+		"5 token_limit_exceeded" "case 17: five retries for the token limit"
+	check_exit 0 "case 17: settled with --max-receives 1" \
+		qb-drain --settle --max-receives 1 --dead-letter "$T/tdl" "$T/to"
+	is "$(jqr .settled "$T/out" | sort | uniq -c | awk '{print $1, $2}' | tr '\n' ' ')" \
+		"5 deleted 5 released " "case 17: the refused batch's items released, none dead"
+	is "$(count "$S/new") $(count "$S/cur") $(wc -c <"$T/tdl" | tr -d ' ')" "0 5 0" \
+		"case 17: five leased for the backoff, nothing dead-lettered"
+	fake_stop
+else
+	for i in 1 2 3 4; do skip "python3 is needed for the provider emulator"; done
+fi
 
 # --commit: the items are in the file, the messages are gone.
 items 6 8 | qb-drain --enqueue -Q dir:"$S"

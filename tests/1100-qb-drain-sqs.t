@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/peers/sqs.sh"
 sqs_start
-plan 48
+plan 58
 
 items() {
 	i=$1
@@ -59,6 +59,8 @@ check_exit 1 "--settle a mix with one bad receipt" \
 is "$(jqr .settled "$T/out" | sort | uniq -c | awk '{print $1, $2}' | tr '\n' ' ')" \
 	"1 dead_lettered 10 deleted 1 null 1 released " "each entry on its own"
 like "$(cat "$T/err")" "ReceiptHandleIsInvalid" "the failed entry is named"
+like "$(jqr 'select(.settled == null) | .settle_error' "$T/out")" "ReceiptHandleIsInvalid" \
+	"and its record says why in settle_error"
 is "$(sqs_count "$q" | cut -d' ' -f2)" 13 "13 still in flight, the retry visible again"
 check_exit 0 "drain the dead-letter queue" qb-drain -Q "$dlq" -n 1 -t 2 --wait 1
 is "$(jqr '[.id, .outcome, .receives]' "$T/out")" "[\"$(sed -n 10p "$T/w1" | jqr .id)\",\"dead\",1]" \
@@ -75,6 +77,36 @@ check_exit 0 "visibility expired" qb-drain -Q "$q" -n 1 -t 2 --wait 1 --visibili
 	--max-receives 2 --dead-letter "$T/dl"
 is "$(jqr .id "$T/dl")" "$(sed -n 9p "$T/w1" | jqr .id)" "received 3 times: dead-lettered"
 is "$(cat "$T/out")" "" "and not handed on"
+
+# Retries that are not the item's fault (cases 16 and 17) are released
+# at --max-receives as on a spool: the receive count comes from
+# ApproximateReceiveCount, the rule from the outcome. The dead one goes to
+# a dead-letter queue named sqs://REGION/ACCOUNT/NAME (qb-drain(1) EXAMPLES).
+qa=$(sqs_create "acct-$$")
+sqs_create "acct-dlq-$$" >/dev/null
+items 1 3 >"$T/ain"
+sqs_send "$qa" "$T/ain"
+check_exit 0 "three to settle" qb-drain -Q "$qa" -n 3 -t 3 --wait 1
+cp "$T/out" "$T/aw"
+{
+	jq -c 'select(.id=="doc-1") + {outcome:"retry", account_error:true,
+	    error:{type:"invalid_request_error", code:null, message:"Your credit balance is too low"}}' "$T/aw"
+	jq -c 'select(.id=="doc-2") + {outcome:"retry", error:{code:"token_limit_exceeded"}}' "$T/aw"
+	jq -c 'select(.id=="doc-3") + {outcome:"retry", error:{code:"server_error"}}' "$T/aw"
+} >"$T/ao"
+check_exit 0 "--max-receives 1 on SQS" qb-drain -v --settle --retry-delay 0 --max-receives 1 \
+	--dead-letter-queue "sqs://us-east-1/123456789012/acct-dlq-$$" "$T/ao"
+is "$(jqr '[.id, .settled]' "$T/out" | tr '\n' ' ')" \
+	'["doc-1","released"] ["doc-2","released"] ["doc-3","dead_lettered"] ' \
+	"account_error and token_limit_exceeded released, server_error dead"
+like "$(cat "$T/err")" "doc-1: received 1 times, --max-receives 1 not applied: not the item's fault (account_error" \
+	"-v says why for the account"
+like "$(cat "$T/err")" "doc-2: received 1 times, --max-receives 1 not applied: not the item's fault (token_limit_exceeded" \
+	"and for the token limit"
+check_exit 0 "the two come back" qb-drain -Q "$qa" -n 3 -t 2 --wait 1
+is "$(jqr .id "$T/out" | sort | tr '\n' ' ')" "doc-1 doc-2 " "for another try"
+check_exit 0 "the dead one" qb-drain -Q "sqs://us-east-1/123456789012/acct-dlq-$$" -n 1 -t 2 --wait 1
+is "$(jqr '[.id, .error.code]' "$T/out")" '["doc-3","server_error"]' "in the dead-letter queue, its error kept"
 
 # --commit: custody to a file, then the messages go.
 q2=$(sqs_create "commit-$$")
