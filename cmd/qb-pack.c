@@ -368,9 +368,9 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 			    "line cap of %lld bytes", n, pk->o->max_line);
 			return bad(pk, r, "%s for id \"%s\"", err, id);
 		}
-		snprintf(err, sizeof(err), "%zu", n + 1);
-		return bad(pk, r, "line exceeds per-file byte cap (%s bytes) for id \"%s\"",
-		    err, id);
+		snprintf(err, sizeof(err), "%zu bytes with its newline) exceeds "
+		    "the per-file byte cap (-b) of %lld", n + 1, pk->o->max_bytes);
+		return bad(pk, r, "line (%s bytes for id \"%s\"", err, id);
 	}
 
 	/* Refuse a duplicate only once the line is otherwise good. */

@@ -67,6 +67,17 @@ isblankline(const char *p, size_t n)
 	return 1;
 }
 
+/* zlib's message without the "<fd:3>: " it puts first: we name the file. */
+static const char *
+gzmsg(const char *s)
+{
+	const char *p;
+
+	if (strncmp(s, "<fd:", 4) == 0 && (p = strstr(s, ">: ")) != NULL)
+		return p + 3;
+	return s;
+}
+
 /* Read more input after the data in buf; returns bytes read, 0 at EOF, -1. */
 static int
 fill(struct jsonl_reader *r)
@@ -91,7 +102,7 @@ fill(struct jsonl_reader *r)
 		if (errnum == Z_ERRNO)
 			qb_warnsys("%s: read error", r->name);
 		else
-			qb_warn("%s: read error: %s", r->name, s);
+			qb_warn("%s: read error: %s", r->name, gzmsg(s));
 		return -1;
 	}
 	if (n == 0) {
@@ -102,7 +113,7 @@ fill(struct jsonl_reader *r)
 		const char *s = gzerror(r->gz, &errnum);
 
 		if (errnum != Z_OK && errnum != Z_STREAM_END) {
-			qb_warn("%s: read error: %s", r->name, s);
+			qb_warn("%s: read error: %s", r->name, gzmsg(s));
 			return -1;
 		}
 		r->eof = 1;

@@ -70,6 +70,13 @@ readkey(const char *path)
 	return s;
 }
 
+/* Whether the n bytes of URL u end in a version path, "/v1". */
+static int
+vpath(const char *u, int n)
+{
+	return n >= 3 && strncmp(u + n - 3, "/v1", 3) == 0;
+}
+
 void
 provider_open(const struct provider *p, struct http *h, const char *base,
     const char *keyfile)
@@ -85,6 +92,14 @@ provider_open(const struct provider *p, struct http *h, const char *base,
 	if (base == NULL)	/* no default host (Azure: one per resource) */
 		qb_die(QB_EX_CONFIG, "%s is not set and --base-url not given",
 		    p->base_env);
+	/* Anthropic paths carry /v1 themselves (§2): a base with it doubles it. */
+	n = (int)strlen(base);
+	while (n > 0 && base[n - 1] == '/')
+		n--;
+	if (p->base_default != NULL && !vpath(p->base_default, (int)strlen(
+	    p->base_default)) && vpath(base, n))
+		qb_warn("base URL %s ends in /v1, and %s adds its own: give it "
+		    "without the version path", base, p->name);
 	if (keyfile != NULL)
 		key = readkey(keyfile);
 	else if ((s = getenv(p->key_env)) != NULL && *s != '\0')

@@ -7,7 +7,7 @@
 # fetched without the key, a create body streamed from the file, not held
 # in memory.
 . "$(dirname "$0")/lib.sh"
-plan 81
+plan 82
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -126,6 +126,9 @@ unlike "$(cat "$T/err")" "sk-wrong-secret" "the key is not shown"
 echo sk-test >key
 check_exit 0 "--key-file" env -u ANTHROPIC_API_KEY qb-submit --key-file key pack.jsonl
 check_exit 77 "qb-poll with a wrong key" env ANTHROPIC_API_KEY=sk-wrong qb-poll job.jsonl
+env ANTHROPIC_BASE_URL="$ANTHROPIC_BASE_URL/v1/" qb-poll job.jsonl >/dev/null 2>v1.err
+like "$(cat v1.err)" "ends in /v1, and anthropic adds its own: give it without the version path" \
+    "a base URL with /v1: said so"
 
 # retries
 reset
