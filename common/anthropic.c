@@ -342,7 +342,8 @@ an_find(struct http *h, const char *sha256, long long since,
 	}
 	if (rc == 0 && nfound > 0) {
 		snprintf(h->err, sizeof(h->err), "Anthropic batches carry no "
-		    "digest; %d batch%s made since then, not in the ledger, may "
+		    "digest; %d batch%s made from an hour before the intent on, "
+		    "not in the ledger, may "
 		    "be this file's: %s%s; add its job record by hand or drop "
 		    "the intent line for %.12s...", nfound, nfound > 1 ? "es" : "",
 		    ids.p, nfound > 5 ? ", ..." : "", sha256);
