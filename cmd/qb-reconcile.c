@@ -4,7 +4,9 @@
  *
  * Reads request files (-r): OpenAI batch lines, Anthropic lines or qb
  * items; and from the operands job records ("file", "results", "status",
- * "ended", "errors") and result lines of any provider (result.h).
+ * "ended", "errors" and their "line") and result lines of any provider
+ * (result.h). A batch failed for errors at lines of its file makes the
+ * requests there dead, the others retries.
  * Writes outcome records: "id", "outcome", the result members, "cost_usd",
  * and the item's own members (meta, queue, receipt, receives ...); a retry
  * also gets "endpoint" and "body" ("params" too for Anthropic lines),
@@ -23,6 +25,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "exits.h"
 #include "idmap.h"
 #include "jout.h"
@@ -54,12 +57,13 @@ struct opts {
 	int		  strict, unbuffered;
 };
 
-/* A job record; miss is the status of its requests that got no result. */
+/* A job record; miss is the status of its requests that got no result,
+ * ecode, emsg and eparam their error. */
 struct job {
 	char			*batch_id;
 	int			 ended, unread;
 	enum result_status	 miss;
-	char			*ecode, *emsg;
+	char			*ecode, *emsg, *eparam;
 };
 
 struct rec {
@@ -236,19 +240,50 @@ inlist_nocase(const char *s, const char *const *list)
 	return 0;
 }
 
+/* The "errors" list of a job record: qb-poll's array, or the Batch
+ * object's {"data": [...]} (PROVIDERS.md §1.5); NULL if none. */
+static yajl_val
+job_errors(yajl_val v)
+{
+	yajl_val e = json_get(v, "errors");
+
+	if (YAJL_IS_OBJECT(e))
+		e = json_get(e, "data");
+	return YAJL_IS_ARRAY(e) && e->u.array.len > 0 ? e : NULL;
+}
+
+/* The input line an error names (BatchError "line", 1-based), or 0 when
+ * it names none (null, as token_limit_exceeded has it). */
+static uint32_t
+error_line(yajl_val e)
+{
+	long long n;
+
+	if (json_int(e, "line", &n) == -1 || n < 1 || n > UINT32_MAX)
+		return 0;
+	return (uint32_t)n;
+}
+
 /*
  * What the requests of a job's file that got no result become: retry,
- * with the batch's own error (errors[0], or errors.data[0] as OpenAI
- * nests it) when it gave one; status expired or canceled when the batch
- * expired or was cancelled (PROVIDERS.md §1.9), missing otherwise.
+ * with status expired or canceled when the batch expired or was
+ * cancelled (PROVIDERS.md §1.9), missing otherwise; and the batch's own
+ * error, the first one that names no line. When a failed batch's errors
+ * name lines (validation, §1.5), the requests at those lines are dead
+ * (dead_lines) and the error of the others says which lines failed the
+ * batch: code batch_failed, unless an error without a line gives one.
+ * Returns whether errors name lines.
  */
-static void
-job_reason(struct job *j, yajl_val v, const char *status)
+static int
+job_reason(struct job *j, yajl_val v, const char *status, int failed)
 {
 	static const char *const cancelled[] = { "cancelled", "canceled",
 	    "cancelling", "canceling", NULL };
-	yajl_val e = json_get(v, "errors"), first = NULL;
+	yajl_val errs = job_errors(v), e, first = NULL;
 	const char *code = "missing_result", *msg = "no result for this id";
+	const char *ec, *em;
+	struct buf b = BUF_INIT;
+	size_t i, nline = 0;
 
 	if (status != NULL && strcmp(status, "expired") == 0) {
 		j->miss = RESULT_EXPIRED;
@@ -260,18 +295,102 @@ job_reason(struct job *j, yajl_val v, const char *status)
 		msg = "the batch was cancelled before this request ran";
 	} else
 		j->miss = RESULT_MISSING;
-	if (YAJL_IS_OBJECT(e))
-		e = json_get(e, "data");
-	if (YAJL_IS_ARRAY(e) && e->u.array.len > 0)
-		first = e->u.array.values[0];
-	else if (YAJL_IS_OBJECT(json_get(v, "error")))
+	for (i = 0; errs != NULL && i < errs->u.array.len; i++) {
+		e = errs->u.array.values[i];
+		if (failed && error_line(e) > 0)
+			nline++;
+		else if (first == NULL)
+			first = e;
+	}
+	if (errs == NULL && YAJL_IS_OBJECT(json_get(v, "error")))
 		first = json_get(v, "error");
+	if (nline > 0 && first == NULL)
+		code = "batch_failed";
 	if (json_str(first, "code") != NULL)
 		code = json_str(first, "code");
 	if (json_str(first, "message") != NULL)
 		msg = json_str(first, "message");
 	j->ecode = xstrdup(code);
-	j->emsg = xstrdup(msg);
+	j->eparam = json_str(first, "param") ? xstrdup(json_str(first,
+	    "param")) : NULL;
+	if (nline == 0) {
+		j->emsg = xstrdup(msg);
+		return 0;
+	}
+	if (first != NULL)
+		buf_printf(&b, "%s; also ", msg);
+	else
+		buf_puts(&b, "the batch failed: ");
+	for (i = nline = 0; i < errs->u.array.len; i++) {
+		e = errs->u.array.values[i];
+		ec = json_str(e, "code");
+		em = json_str(e, "message");
+		/* Three named at most, the rest counted. */
+		if (error_line(e) > 0 && ++nline <= 3)
+			buf_printf(&b, "%sline %lu: %s%s%s", nline > 1 ? "; " : "",
+			    (unsigned long)error_line(e), ec ? ec : "error",
+			    em ? ": " : "", em ? em : "");
+	}
+	if (nline > 3)
+		buf_printf(&b, "; and %zu more", nline - 3);
+	j->emsg = xstrndup(b.p, b.len);
+	buf_free(&b);
+	return nline > 0;
+}
+
+/*
+ * Job jn failed for errors that name lines of its file: each request at
+ * such a line is dead, with that line's error (it would fail again). A
+ * line that holds no request is reported; the requests not named keep
+ * the job's retry (finish()).
+ */
+static void
+dead_lines(struct rec *rc, const struct jsonl_reader *r, yajl_val v,
+    uint32_t jn, const char *file, const char *why)
+{
+	yajl_val errs = job_errors(v), e;
+	const struct job *j = &rc->jobs[jn - 1];
+	struct result m;
+	uint32_t *line;
+	size_t *idx, i, n = 0, nmiss = 0;
+
+	line = xreallocarray(NULL, errs->u.array.len, sizeof(*line));
+	idx = xreallocarray(NULL, errs->u.array.len, sizeof(*idx));
+	for (i = 0; i < errs->u.array.len; i++)
+		if ((line[n] = error_line(errs->u.array.values[i])) > 0)
+			n++;
+	if (why == NULL && reqindex_lines(&rc->ri, file, line, n, idx) == -1)
+		why = strerror(errno);
+	for (i = n = 0; i < errs->u.array.len; i++) {
+		e = errs->u.array.values[i];
+		if (error_line(e) == 0)
+			continue;
+		if (why != NULL || idx[n] == (size_t)-1) {
+			/* Say each of the first ten, then how many more. */
+			if (nmiss++ < 10)
+				qb_lwarn(r->name, r->lineno, "job %s: line %lu (%s) "
+				    "matches no request%s%s", j->batch_id,
+				    (unsigned long)line[n], json_str(e, "code") ?
+				    json_str(e, "code") : "error", why ? ": " :
+				    " in ", why ? why : file);
+		} else if (rc->ri.req[idx[n]].state == 0) {
+			memset(&m, 0, sizeof(m));
+			m.kind = RESULT_QB;
+			m.status = RESULT_ERRORED;
+			m.outcome = OUTCOME_DEAD;
+			m.http_status = m.in_tok = m.out_tok = -1;
+			m.ecode = json_str(e, "code");
+			m.emsg = json_str(e, "message");
+			m.eparam = json_str(e, "param");
+			emit(rc, idx[n], &m, j->batch_id);
+		}
+		n++;
+	}
+	if (nmiss > 10)
+		qb_lwarn(r->name, r->lineno, "job %s: %zu more lines match no "
+		    "request", j->batch_id, nmiss - 10);
+	free(line);
+	free(idx);
 }
 
 /*
@@ -292,6 +411,7 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 	struct job *j;
 	size_t i, f;
 	uint32_t jn;
+	int failed, lines, nofile = 0;
 
 	if (v == NULL) {
 		qb_lwarn(r->name, r->lineno, "job record: %s", err);
@@ -320,7 +440,8 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 		j->ended = YAJL_IS_TRUE(ended);
 	else
 		j->ended = status != NULL && inlist_nocase(status, final);
-	job_reason(j, v, status);
+	failed = status != NULL && strcasecmp(status, "failed") == 0;
+	lines = job_reason(j, v, status, failed);
 	qb_note(1, "job %s: %s, %s", j->batch_id, status ? status : "no status",
 	    j->ended ? "ended" : "not ended");
 	if (file != NULL) {
@@ -331,7 +452,7 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 		} else if (reqindex_file(&rc->ri, file, jn) == -1) {
 			qb_lwarn(r->name, r->lineno, "job %s: %s: %s", j->batch_id,
 			    file, strerror(errno));
-			rc->jobs[jn - 1].unread = rc->unread = 1;
+			rc->jobs[jn - 1].unread = rc->unread = nofile = 1;
 		}
 	}
 	for (i = 0; YAJL_IS_ARRAY(res) && i < res->u.array.len; i++) {
@@ -345,6 +466,14 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 			rc->jobs[jn - 1].unread = rc->unread = 1;
 		}
 	}
+	/* The lines can be matched only in the job's file; results that came
+	 * stand; a job with results unread stays pending. */
+	file = json_str(v, "file");
+	if (lines && rc->jobs[jn - 1].ended && (nofile || file == NULL))
+		dead_lines(rc, r, v, jn, file, file == NULL ? "the job names no "
+		    "file" : "its file could not be read");
+	else if (lines && rc->jobs[jn - 1].ended && !rc->jobs[jn - 1].unread)
+		dead_lines(rc, r, v, jn, file, NULL);
 	yajl_tree_free(v);
 }
 
@@ -419,6 +548,7 @@ finish(struct rec *rc)
 		m.http_status = m.in_tok = m.out_tok = -1;
 		m.ecode = j ? j->ecode : "missing_result";
 		m.emsg = j ? j->emsg : "no result for this id";
+		m.eparam = j ? j->eparam : NULL;
 		emit(rc, i, &m, j ? j->batch_id : NULL);
 	}
 }
@@ -455,6 +585,7 @@ rec_free(struct rec *rc)
 		free(rc->jobs[i].batch_id);
 		free(rc->jobs[i].ecode);
 		free(rc->jobs[i].emsg);
+		free(rc->jobs[i].eparam);
 	}
 	free(rc->jobs);
 	prices_free(&rc->prices);

@@ -58,7 +58,13 @@ reject(struct reqindex *ri)
 void
 reqindex_init(struct reqindex *ri, const char *const *own, int strict)
 {
+	/* Only the body's members are needed at depth 2 (its "model"): a
+	 * "meta" of many members must not push a line off the scan path,
+	 * where values are copied as bytes. */
+	static const char *const deep[] = { "body", "params", NULL };
+
 	memset(ri, 0, sizeof(*ri));
+	ri->scan.deep = deep;
 	idmap_init(&ri->ids);
 	idmap_init(&ri->models);
 	ri->own = own;
@@ -86,7 +92,8 @@ reqindex_free(struct reqindex *ri)
 	memset(ri, 0, sizeof(*ri));
 }
 
-/* Did json_scan record every member at depth 1 under its own key? */
+/* Did json_scan record every member at depth 1 under its own key? (A
+ * long key in the body does not matter: only "model" is looked up.) */
 static int
 scan_whole(const struct json_scan *s)
 {
@@ -95,7 +102,7 @@ scan_whole(const struct json_scan *s)
 	if (s->nspan == JSON_SPANS_MAX)
 		return 0;
 	for (i = 0; i < s->nspan; i++)
-		if (s->span[i].key[0] == '\x01')
+		if (s->span[i].depth == 1 && s->span[i].key[0] == '\x01')
 			return 0;
 	return 1;
 }
@@ -362,6 +369,71 @@ reqindex_same(const struct reqindex *ri, const char *path)
 			    ri->files[f].dev == st.st_dev)
 				return f;
 	return (size_t)-1;
+}
+
+/* A wanted line and its place in the caller's arrays, for sorting. */
+struct wanted {
+	uint32_t	line;
+	size_t		k;
+};
+
+static int
+wanted_cmp(const void *a, const void *b)
+{
+	const struct wanted *x = a, *y = b;
+
+	return (x->line > y->line) - (x->line < y->line);
+}
+
+int
+reqindex_lines(struct reqindex *ri, const char *path, const uint32_t *line,
+    size_t n, size_t *idx)
+{
+	struct jsonl_reader r;
+	struct facts ft;
+	struct wanted *w;
+	yajl_val tree;
+	uint32_t *first;
+	char *p, err[256];
+	size_t len, i, k, at = 0;
+	int ch;
+
+	for (k = 0; k < n; k++)
+		idx[k] = (size_t)-1;
+	if (jsonl_open(&r, path) == -1)
+		return -1;
+	w = xreallocarray(NULL, n + 1, sizeof(*w));
+	for (k = 0; k < n; k++) {
+		w[k].line = line[k];
+		w[k].k = k;
+	}
+	qsort(w, n, sizeof(*w), wanted_cmp);
+	/* The first line of path with each id: a later one is a duplicate,
+	 * which the index did not take. */
+	first = xcalloc(ri->ids.n + 1, sizeof(*first));
+	while (at < n && (ch = jsonl_next(&r, &p, &len)) != JSONL_EOF) {
+		for (; at < n && w[at].line < r.lineno; at++)
+			;
+		if (ch == JSONL_IOERR)
+			qb_die(QB_EX_IOERR, "%s: cannot read the requests again",
+			    r.name);
+		if (ch == JSONL_BAD || json_scan(&ri->scan, p, len, err,
+		    sizeof(err)) == -1 || json_depth(p, len) > JSON_DEPTH_MAX)
+			continue;
+		facts(ri, p, len, &ft, &tree);
+		i = ft.id != NULL && ft.body ? idmap_get(&ri->ids, ft.id,
+		    ft.idlen) : (size_t)-1;
+		yajl_tree_free(tree);
+		if (i == (size_t)-1 || first[i] != 0)
+			continue;
+		first[i] = (uint32_t)r.lineno;
+		for (k = at; k < n && w[k].line == r.lineno; k++)
+			idx[w[k].k] = i;
+	}
+	free(first);
+	free(w);
+	jsonl_close(&r);
+	return 0;
 }
 
 /* Read n bytes at offset at of request q's line into p. */

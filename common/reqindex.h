@@ -54,6 +54,16 @@ void reqindex_free(struct reqindex *ri);	/* closes the files too */
 int reqindex_file(struct reqindex *ri, const char *path, uint32_t tag);
 /* The indexed file that path is (device and inode), or (size_t)-1. */
 size_t reqindex_same(const struct reqindex *ri, const char *path);
+/*
+ * The requests at 1-based physical lines line[0..n-1] of path, read again
+ * (as a job's errors name them): idx[k] is the request whose id line[k]
+ * holds, or (size_t)-1 if it holds none: a line rejected when indexed,
+ * one past the end, or one whose id an earlier line of path has. Returns
+ * 0, or -1 with errno set if path cannot be opened. Dies with 74 on a
+ * read error.
+ */
+int reqindex_lines(struct reqindex *ri, const char *path,
+    const uint32_t *line, size_t n, size_t *idx);
 /* Request i's line again: req[i].len bytes and a NUL, owned by ri, valid
  * until its next call. Dies with 74 if it cannot be read. */
 const char *reqindex_line(struct reqindex *ri, size_t i);

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
-plan 112
+plan 136
 
 # rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
 rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
@@ -112,6 +112,12 @@ is "$rc:$(col '"\(.id)=\(.outcome)=\(.body.messages[0].content)"')" "1:x1=done=n
 jq -nc '{meta: ([range(70) | {key: "k\(.)", value: .}] | from_entries), ("x" * 80): 1, body: {model: "m1", messages: []}, endpoint: "/v1/embeddings", custom_id: "wide"}' >"$T/wide.req"
 rec -r "$T/wide.req" "$T/other.res"
 is "$(col '"\(.id) \(.meta | length) \(.meta.k69) \(.endpoint) \(.body.model) \(has("x" * 80))"')" "wide 70 69 /v1/embeddings m1 true " "a wide request: indexed and carried whole"
+# a "meta" of many members keeps the line on the byte-copy path: the body
+# comes out as it was written, spacing and escapes included
+jq -nc '{custom_id: "sp", meta: ([range(70) | {key: "k\(.)", value: .}] | from_entries), body: {model: "m1", messages: []}}' |
+    sed 's/"messages":\[\]/"messages" : [ "\\u00e9\\\/" ]/' >"$T/spaced.req"
+rec -r "$T/spaced.req" "$T/other.res"
+is "$(sed 's/.*"body"://; s/}$//' "$T/out"):$(jqr '.meta | length' "$T/out")" '{"model":"m1","messages" : [ "\u00e9\/" ]}:70' "a retry's body copied byte for byte beside a big meta"
 
 # case 1's file as requests: a duplicate id reported at its line
 rec -r "$C/dup-id.jsonl" "$T/other.res"
@@ -204,6 +210,99 @@ is "$(of x1 '[.status,.error.message,.batch_id,.endpoint]|@tsv')" "missing	Enque
 job "$T/job.o" --arg t "$T" '{batch_id:"batch_o",file:"\($t)/expired.requests.jsonl",status:"failed",ended:true,errors:{object:"list",data:[{code:"invalid_json_line",message:"bad line"}]}}'
 recin "$T/job.o"
 is "$(of x2 .error.code)" invalid_json_line "failed job: errors.data[0] as OpenAI nests it"
+# a batch failed by validation of some of its lines (PROVIDERS.md §1.5):
+# the request at each line named is dead with that line's error, the
+# others retry with an error naming the lines; every request once
+vj() { jq -nc --arg f "$(jqr .file "$T/vp.pack")" '{provider:"openai",batch_id:"batch_v",file:$f,status:"failed",ended:true,errors:[{code:"invalid_request",message:"stream is not supported",param:"body.stream",line:2}],results:[]}'; }
+mkdir "$T/vp"
+qb-pack -p openai -e /v1/chat/completions -d "$T/vp" "$D/stream.items.jsonl" >"$T/vp.pack"
+vj >"$T/job.v"
+recin "$T/job.v" -r "$D/stream.items.jsonl"
+is "$rc:$(col '"\(.id)=\(.outcome)=\(.status)"')" "1:v2=dead=errored v1=retry=missing " "failed at line 2: v2 dead at once, v1 retry at the end"
+is "$(of v2 '"\(.error.type)|\(.error.code)|\(.error.message)|\(.error.param)|\(.http_status)|\(.batch_id)|\(has("body"))"')" \
+    "null|invalid_request|stream is not supported|body.stream|null|batch_v|false" "failed at line 2: dead with the line's code, message and param"
+is "$(of v1 '"\(.error.code)|\(.error.message)|\(.error.param)|\(.batch_id)|\(.body.messages[0].content)"')" \
+    "batch_failed|the batch failed: line 2: invalid_request: stream is not supported|null|batch_v|a" "failed at line 2: v1 retry, told which line failed the batch, an item again"
+is "$(cat "$T/err")" "qb-reconcile: 2 requests: 0 done, 1 retry, 1 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 0 out 0" "failed at line 2: nothing unmatched"
+cp "$T/out" "$T/v.outcomes"
+rec -r "$D/stream.items.jsonl" "$T/v.outcomes"
+is "$(col '"\(.id)=\(.outcome)=\(.error.code)"')" "v2=dead=invalid_request v1=retry=batch_failed " "failed at line 2: the outcomes, read as results, give the same outcomes"
+recin "$T/job.v"
+is "$(col '"\(.id)=\(.outcome)=\(.endpoint)"')" "v2=dead=null v1=retry=/v1/chat/completions " "failed at line 2: from the batch file alone too"
+cp "$D/failed.batch.jsonl" "$T/fb.jsonl"
+# fjob NAME ERRORS [STATUS [ENDED]]: job batch_NAME over $T/fb.jsonl, failed with ERRORS
+fjob() { jq -nc --arg n "$1" --arg f "$T/fb.jsonl" --argjson e "$2" --arg s "${3:-failed}" --argjson d "${4:-true}" \
+    '{provider:"openai",batch_id:"batch_\($n)",file:$f,status:$s,ended:$d,errors:$e,results:[]}' >"$T/job.$1"; }
+fjob two '{"object":"list","data":[{"code":"model_mismatch","message":"The provided model m2 does not match","param":"body.model","line":2},{"code":"url_mismatch","message":"The provided URL does not match","param":"url","line":5}]}'
+recin "$T/job.two"
+is "$rc:$(col '"\(.id)=\(.outcome)=\(.error.code)=\(.error.param)"')" \
+    "1:f2=dead=model_mismatch=body.model f5=dead=url_mismatch=url f1=retry=batch_failed=null f3=retry=batch_failed=null f4=retry=batch_failed=null f6=retry=batch_failed=null " \
+    "two bad lines (errors.data): both dead, the rest retry"
+is "$(of f6 .error.message)" \
+    "the batch failed: line 2: model_mismatch: The provided model m2 does not match; line 5: url_mismatch: The provided URL does not match" "two bad lines: the retries name both"
+is "$(last)" "qb-reconcile: 6 requests: 0 done, 4 retry, 2 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 0 out 0" "two bad lines: summary"
+fjob tok '[{"code":"token_limit_exceeded","message":"Enqueued token limit reached for m1","param":null,"line":null},{"code":"invalid_request","message":"Streaming is not supported in the Batch API.","param":"body.stream","line":4}]'
+recin "$T/job.tok"
+is "$(col '"\(.id)=\(.outcome)=\(.status)=\(.error.code)"')" \
+    "f4=dead=errored=invalid_request f1=retry=missing=token_limit_exceeded f2=retry=missing=token_limit_exceeded f3=retry=missing=token_limit_exceeded f5=retry=missing=token_limit_exceeded f6=retry=missing=token_limit_exceeded " \
+    "bad line and token_limit_exceeded (line null): the line dead, the rest retry with the batch's error"
+is "$(of f1 .error.message)" "Enqueued token limit reached for m1; also line 4: invalid_request: Streaming is not supported in the Batch API." "bad line and token limit: the message says both"
+fjob far '[{"code":"invalid_request","message":"bad","param":null,"line":9}]'
+recin "$T/job.far"
+is "$rc:$(head -n 1 "$T/err")" "1:qb-reconcile: <stdin>:1: job batch_far: line 9 (invalid_request) matches no request in $T/fb.jsonl" "a line past the end: reported"
+is "$(col '"\(.id)=\(.outcome)"'):$(of f1 .error.message)" "f1=retry f2=retry f3=retry f4=retry f5=retry f6=retry :the batch failed: line 9: invalid_request: bad" \
+    "a line past the end: every request one retry"
+fjob many "$(jq -nc '[1,2,3,5,4] | map({code:"invalid_request",message:"m\(.)",line:.})')"
+recin "$T/job.many"
+is "$(col '"\(.id)=\(.outcome)=\(.error.message)"')" "f1=dead=m1 f2=dead=m2 f3=dead=m3 f5=dead=m5 f4=dead=m4 f6=retry=the batch failed: line 1: invalid_request: m1; line 2: invalid_request: m2; line 3: invalid_request: m3; and 2 more " \
+    "five bad lines: each dead with its own error; the retry names three and counts the rest"
+fjob same '[{"code":"model_mismatch","message":"a","line":2},{"code":"url_mismatch","message":"b","line":2}]'
+recin "$T/job.same"
+is "$(jqr .id "$T/out" | sort | uniq -d | wc -l | tr -d ' '):$(wc -l <"$T/out" | tr -d ' '):$(of f2 .error.code)" "0:6:model_mismatch" "two errors for one line: one dead outcome, the first error's"
+fjob cap '[{"code":"invalid_request","message":"bad","line":3}]' Failed null
+recin "$T/job.cap"
+is "$(col '"\(.id)=\(.outcome)"')" "f3=dead f1=retry f2=retry f4=retry f5=retry f6=retry " "\"Failed\" (Azure), ended absent: the same"
+fjob live '[{"code":"invalid_request","message":"bad","line":3}]' failed false
+recin "$T/job.live"
+is "$rc:$(wc -c <"$T/out" | tr -d ' '):$(last)" "0:0:qb-reconcile: 6 requests: 0 done, 0 retry, 0 dead, 6 pending; 0 unknown, 0 duplicate; tokens in 0 out 0" "failed but \"ended\": false: no outcome, pending"
+job "$T/job.gone" --arg t "$T" '{batch_id:"batch_gone",file:"\($t)/gone.batch.jsonl",status:"failed",ended:true,errors:[{code:"invalid_request",message:"bad",line:2}]}'
+recin "$T/job.gone" -r "$T/fb.jsonl"
+cat >"$T/want.err" <<EOF2
+qb-reconcile: <stdin>:1: job batch_gone: $T/gone.batch.jsonl: No such file or directory
+qb-reconcile: <stdin>:1: job batch_gone: line 2 (invalid_request) matches no request: its file could not be read
+qb-reconcile: 6 requests: 0 done, 0 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 0 out 0; 6 in no job read, left without outcome
+EOF2
+check_same "$T/err" "$T/want.err" "the job's file missing: the line reported, no request claimed"
+is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "1:0" "the job's file missing: exit 1, no outcome"
+# the emulator's own validation cases: a repeated custom_id, a line that is not JSON
+cp "$C/dup-id.jsonl" "$C/malformed-middle.jsonl" "$T/"
+job "$T/job.dup" --arg t "$T" '{batch_id:"batch_dup",file:"\($t)/dup-id.jsonl",status:"failed",ended:true,errors:[{code:"duplicate_custom_id",message:"The custom_id for this request is a duplicate of another request.",param:"custom_id",line:2}]}'
+recin "$T/job.dup"
+is "$(col '"\(.id)=\(.outcome)=\(.error.code)=\(.body.messages[0].content)"'):$(sed -n 2p "$T/err")" \
+    "a1=retry=batch_failed=one :qb-reconcile: <stdin>:1: job batch_dup: line 2 (duplicate_custom_id) matches no request in $T/dup-id.jsonl" \
+    "duplicate_custom_id at line 2: the first a1 is not dead; line 2 reported"
+job "$T/job.mal" --arg t "$T" '{batch_id:"batch_mal",file:"\($t)/malformed-middle.jsonl",status:"failed",ended:true,errors:[{code:"invalid_json_line",message:"This line is not parseable as valid JSON.",line:2}]}'
+recin "$T/job.mal"
+is "$(col '"\(.id)=\(.outcome)=\(.error.code)"'):$(sed -n 2p "$T/err")" \
+    "g1=retry=batch_failed g3=retry=batch_failed :qb-reconcile: <stdin>:1: job batch_mal: line 2 (invalid_json_line) matches no request in $T/malformed-middle.jsonl" \
+    "invalid_json_line at line 2: no request there, the others retry"
+# end to end: qb-pack, qb-submit, qb-poll against the emulator, which
+# refuses "stream": true as OpenAI does
+if command -v python3 >/dev/null 2>&1; then
+	fake_start --batch-seconds 0.2
+	mkdir "$T/eb" "$T/er"
+	qb-pack -p openai -e /v1/chat/completions -d "$T/eb" "$D/stream.items.jsonl" 2>/dev/null |
+	    qb-submit --ledger "$T/e.ledger" 2>/dev/null |
+	    qb-poll --wait --interval 0.1 --timeout 60 -d "$T/er" >"$T/e.polled" 2>/dev/null
+	recin "$T/e.polled" -r "$D/stream.items.jsonl"
+	is "$rc:$(col '"\(.id)=\(.outcome)=\(.error.code)=\(.error.param)"')" "1:v2=dead=invalid_request=body.stream v1=retry=batch_failed=null " \
+	    "end to end: the emulator's failed batch, v2 dead, v1 retry"
+	is "$(of v1 .error.message)" "the batch failed: line 2: invalid_request: Streaming is not supported in the Batch API." "end to end: the retry names the line"
+	fake_stop
+else
+	skip "python3 is needed for the provider emulator"
+	skip "python3 is needed for the provider emulator"
+fi
 job "$T/job.c" --arg t "$T" '{batch_id:"batch_c",file:"\($t)/expired.requests.jsonl",status:"completed",ended:true,results:["\($t)/expired.output.jsonl"]}'
 recin "$T/job.c"
 is "$(col '"\(.id)=\(.outcome)=\(.status)=\(.error.code)"')" "x1=done=succeeded=null x2=retry=missing=missing_result x3=retry=missing=missing_result " "completed job: requests without a line retry, missing_result"
