@@ -28,6 +28,7 @@
 #include "buf.h"
 #include "exits.h"
 #include "idmap.h"
+#include "jobend.h"
 #include "jout.h"
 #include "jscan.h"
 #include "json.h"
@@ -57,13 +58,11 @@ struct opts {
 	int		  strict, unbuffered;
 };
 
-/* A job record; miss is the status of its requests that got no result,
- * ecode, emsg and eparam their error. */
+/* A job record; end says what its requests without a result become. */
 struct job {
 	char			*batch_id;
 	int			 ended, unread;
-	enum result_status	 miss;
-	char			*ecode, *emsg, *eparam;
+	struct jobend		 end;
 };
 
 struct rec {
@@ -230,114 +229,6 @@ read_results(struct rec *rc, const char *path, uint32_t job)
 	return 0;
 }
 
-/* Status words compare without case: Azure answers "Completed" (PROVIDERS.md §3). */
-static int
-inlist_nocase(const char *s, const char *const *list)
-{
-	for (; *list != NULL; list++)
-		if (strcasecmp(s, *list) == 0)
-			return 1;
-	return 0;
-}
-
-/* The "errors" list of a job record: qb-poll's array, or the Batch
- * object's {"data": [...]} (PROVIDERS.md §1.5); NULL if none. */
-static yajl_val
-job_errors(yajl_val v)
-{
-	yajl_val e = json_get(v, "errors");
-
-	if (YAJL_IS_OBJECT(e))
-		e = json_get(e, "data");
-	return YAJL_IS_ARRAY(e) && e->u.array.len > 0 ? e : NULL;
-}
-
-/* The input line an error names (BatchError "line", 1-based), or 0 when
- * it names none (null, as token_limit_exceeded has it). */
-static uint32_t
-error_line(yajl_val e)
-{
-	long long n;
-
-	if (json_int(e, "line", &n) == -1 || n < 1 || n > UINT32_MAX)
-		return 0;
-	return (uint32_t)n;
-}
-
-/*
- * What the requests of a job's file that got no result become: retry,
- * with status expired or canceled when the batch expired or was
- * cancelled (PROVIDERS.md §1.9), missing otherwise; and the batch's own
- * error, the first one that names no line. When a failed batch's errors
- * name lines (validation, §1.5), the requests at those lines are dead
- * (dead_lines) and the error of the others says which lines failed the
- * batch: code batch_failed, unless an error without a line gives one.
- * Returns whether errors name lines.
- */
-static int
-job_reason(struct job *j, yajl_val v, const char *status, int failed)
-{
-	static const char *const cancelled[] = { "cancelled", "canceled",
-	    "cancelling", "canceling", NULL };
-	yajl_val errs = job_errors(v), e, first = NULL;
-	const char *code = "missing_result", *msg = "no result for this id";
-	const char *ec, *em;
-	struct buf b = BUF_INIT;
-	size_t i, nline = 0;
-
-	if (status != NULL && strcmp(status, "expired") == 0) {
-		j->miss = RESULT_EXPIRED;
-		code = "batch_expired";
-		msg = "the batch expired before this request ran";
-	} else if (status != NULL && inlist_nocase(status, cancelled)) {
-		j->miss = RESULT_CANCELED;
-		code = "batch_cancelled";
-		msg = "the batch was cancelled before this request ran";
-	} else
-		j->miss = RESULT_MISSING;
-	for (i = 0; errs != NULL && i < errs->u.array.len; i++) {
-		e = errs->u.array.values[i];
-		if (failed && error_line(e) > 0)
-			nline++;
-		else if (first == NULL)
-			first = e;
-	}
-	if (errs == NULL && YAJL_IS_OBJECT(json_get(v, "error")))
-		first = json_get(v, "error");
-	if (nline > 0 && first == NULL)
-		code = "batch_failed";
-	if (json_str(first, "code") != NULL)
-		code = json_str(first, "code");
-	if (json_str(first, "message") != NULL)
-		msg = json_str(first, "message");
-	j->ecode = xstrdup(code);
-	j->eparam = json_str(first, "param") ? xstrdup(json_str(first,
-	    "param")) : NULL;
-	if (nline == 0) {
-		j->emsg = xstrdup(msg);
-		return 0;
-	}
-	if (first != NULL)
-		buf_printf(&b, "%s; also ", msg);
-	else
-		buf_puts(&b, "the batch failed: ");
-	for (i = nline = 0; i < errs->u.array.len; i++) {
-		e = errs->u.array.values[i];
-		ec = json_str(e, "code");
-		em = json_str(e, "message");
-		/* Three named at most, the rest counted. */
-		if (error_line(e) > 0 && ++nline <= 3)
-			buf_printf(&b, "%sline %lu: %s%s%s", nline > 1 ? "; " : "",
-			    (unsigned long)error_line(e), ec ? ec : "error",
-			    em ? ": " : "", em ? em : "");
-	}
-	if (nline > 3)
-		buf_printf(&b, "; and %zu more", nline - 3);
-	j->emsg = xstrndup(b.p, b.len);
-	buf_free(&b);
-	return nline > 0;
-}
-
 /*
  * Job jn failed for errors that name lines of its file: each request at
  * such a line is dead, with that line's error (it would fail again). A
@@ -348,7 +239,7 @@ static void
 dead_lines(struct rec *rc, const struct jsonl_reader *r, yajl_val v,
     uint32_t jn, const char *file, const char *why)
 {
-	yajl_val errs = job_errors(v), e;
+	yajl_val errs = jobend_errors(v), e;
 	const struct job *j = &rc->jobs[jn - 1];
 	struct result m;
 	uint32_t *line;
@@ -357,13 +248,13 @@ dead_lines(struct rec *rc, const struct jsonl_reader *r, yajl_val v,
 	line = xreallocarray(NULL, errs->u.array.len, sizeof(*line));
 	idx = xreallocarray(NULL, errs->u.array.len, sizeof(*idx));
 	for (i = 0; i < errs->u.array.len; i++)
-		if ((line[n] = error_line(errs->u.array.values[i])) > 0)
+		if ((line[n] = jobend_line(errs->u.array.values[i])) > 0)
 			n++;
 	if (why == NULL && reqindex_lines(&rc->ri, file, line, n, idx) == -1)
 		why = strerror(errno);
 	for (i = n = 0; i < errs->u.array.len; i++) {
 		e = errs->u.array.values[i];
-		if (error_line(e) == 0)
+		if (jobend_line(e) == 0)
 			continue;
 		if (why != NULL || idx[n] == (size_t)-1) {
 			/* Say each of the first ten, then how many more. */
@@ -403,8 +294,6 @@ dead_lines(struct rec *rc, const struct jsonl_reader *r, yajl_val v,
 static void
 take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 {
-	static const char *const final[] = { "completed", "failed", "expired",
-	    "cancelled", "canceled", "ended", NULL };
 	char err[256];
 	yajl_val v = json_tree(line, err, sizeof(err)), res, ended;
 	const char *file, *status;
@@ -439,9 +328,9 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 	if (YAJL_IS_TRUE(ended) || YAJL_IS_FALSE(ended))
 		j->ended = YAJL_IS_TRUE(ended);
 	else
-		j->ended = status != NULL && inlist_nocase(status, final);
+		j->ended = jobend_final(status);
 	failed = status != NULL && strcasecmp(status, "failed") == 0;
-	lines = job_reason(j, v, status, failed);
+	lines = jobend_read(&j->end, v, status, failed);
 	qb_note(1, "job %s: %s, %s", j->batch_id, status ? status : "no status",
 	    j->ended ? "ended" : "not ended");
 	if (file != NULL) {
@@ -543,12 +432,12 @@ finish(struct rec *rc)
 		}
 		memset(&m, 0, sizeof(m));
 		m.kind = RESULT_QB;
-		m.status = j ? j->miss : RESULT_MISSING;
+		m.status = j ? j->end.miss : RESULT_MISSING;
 		m.outcome = OUTCOME_RETRY;
 		m.http_status = m.in_tok = m.out_tok = -1;
-		m.ecode = j ? j->ecode : "missing_result";
-		m.emsg = j ? j->emsg : "no result for this id";
-		m.eparam = j ? j->eparam : NULL;
+		m.ecode = j ? j->end.code : "missing_result";
+		m.emsg = j ? j->end.msg : "no result for this id";
+		m.eparam = j ? j->end.param : NULL;
 		emit(rc, i, &m, j ? j->batch_id : NULL);
 	}
 }
@@ -583,9 +472,7 @@ rec_free(struct rec *rc)
 
 	for (i = 0; i < rc->njobs; i++) {
 		free(rc->jobs[i].batch_id);
-		free(rc->jobs[i].ecode);
-		free(rc->jobs[i].emsg);
-		free(rc->jobs[i].eparam);
+		jobend_free(&rc->jobs[i].end);
 	}
 	free(rc->jobs);
 	prices_free(&rc->prices);
