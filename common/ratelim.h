@@ -1,0 +1,94 @@
+/*
+ * ratelim.h: admission control for the synchronous engine (DESIGN.md §7),
+ * one struct ratelim per (provider, model). Pure logic over a clock the
+ * caller passes in (seconds, CLOCK_MONOTONIC via qtime_mono()): no I/O, no
+ * sleeping, so it is unit-tested with a fake clock.
+ * SPDX-License-Identifier: ISC
+ */
+#ifndef QB_RATELIM_H
+#define QB_RATELIM_H
+
+struct ratelim;				/* opaque; rl_new / rl_free */
+
+/*
+ * A limiter: at most concurrency requests in flight (>= 1; less counts
+ * as 1), and in any 60-second window at most rpm requests and tpm
+ * estimated tokens admitted (0 or less: no such limit). The concurrency
+ * window starts at min(concurrency, 4) and adapts AIMD-style between 1
+ * and concurrency. Memory: a (time, tokens) pair of 16 bytes for each
+ * request admitted in the last 60 s, limits or not, in a ring at most 4
+ * times that (16 at least; pairs past their minute go at the next
+ * rl_take); rl_free releases it all. Never NULL: dies with QB_EX_OSERR
+ * when out of memory.
+ */
+struct ratelim *rl_new(int concurrency, double rpm, double tpm);
+void rl_free(struct ratelim *rl);	/* NULL is fine */
+
+/*
+ * Seconds from now until a request of tokens estimated tokens (< 0
+ * counts as 0) may be admitted: 0 when it may go now. Never negative;
+ * may be large. A request of more tokens than tpm is admitted alone,
+ * when no tokens were admitted in the last 60 s (it could never fit
+ * otherwise). With rpm below 1, one request a minute. Does not admit.
+ * When the concurrency window is full, no passing of time frees it: the
+ * answer is then at least RL_BUSY, a time to look again at the latest;
+ * ask again after each rl_done. Waits are exact: for the same tokens,
+ * rl_wait at now + w is 0 unless the window is full or something was
+ * taken or paused meanwhile.
+ */
+#define RL_BUSY	1.0
+double rl_wait(const struct ratelim *rl, long long tokens, double now);
+/* Admit one request of tokens tokens now (after rl_wait said 0); it is
+ * in flight until rl_done, and counts against rpm and tpm for 60 s. */
+void rl_take(struct ratelim *rl, long long tokens, double now);
+
+/* How a request that was admitted ended, for rl_done. */
+enum rl_end {
+	RL_OK,		/* an answer that was not a rate limit (2xx, 4xx...) */
+	RL_LIMITED,	/* 429, or 529/503 overloaded: multiplicative decrease */
+	RL_FAILED	/* a connection failure or a 5xx: no window change */
+};
+/*
+ * A request ended after latency seconds: in flight - 1; the window grows
+ * by 1/window on RL_OK (additive increase, about +1 per window of
+ * successes) and halves on RL_LIMITED (at most once per 2 seconds, so a
+ * burst of 429s from one overload halves it once); an RL_OK latency over
+ * 3 times the smallest RL_OK latency seen so far (at least 0.1 s, and
+ * with at least 8 RL_OK answers seen before this one) counts as
+ * RL_LIMITED too (rising latency is hidden throttling). A latency < 0
+ * means "do not judge it": neither seen nor compared.
+ */
+void rl_done(struct ratelim *rl, enum rl_end how, double latency, double now);
+/*
+ * Hold every admission of this model until until (from a Retry-After,
+ * retry-after-ms or rate-limit reset header, already capped by the
+ * caller). The latest header counts: until replaces the hold, even when
+ * it is earlier than the one before (case 18), and one in the past ends
+ * the hold: call it only for an answer that carried such a header.
+ */
+void rl_pause(struct ratelim *rl, double until);
+
+/* For metrics and -v: requests in flight, the concurrency window (a
+ * fraction: floor(window) may be in flight), and the tokens and requests
+ * admitted in the last 60 s. */
+int rl_inflight(const struct ratelim *rl);
+double rl_window(const struct ratelim *rl);
+long long rl_tokens_minute(const struct ratelim *rl, double now);
+long rl_requests_minute(const struct ratelim *rl, double now);
+
+/*
+ * A retry budget shared by a run, so failures never multiply traffic:
+ * retries may be at most ratio (0.1) of first tries so far, plus a floor
+ * of min (10) retries: retries <= min + ratio * first. rb_first notes a
+ * first try; rb_retry returns 1 and counts the retry if the budget
+ * allows one, else 0. Plain counters: no memory to free.
+ */
+struct rbudget {
+	double	 ratio;
+	long	 min, first, retries;
+};
+void rb_init(struct rbudget *b, double ratio, long min);
+void rb_first(struct rbudget *b);
+int rb_retry(struct rbudget *b);
+
+#endif
