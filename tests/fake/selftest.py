@@ -17,7 +17,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from importlib.machinery import SourceFileLoader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "..", "shared")
@@ -327,6 +329,7 @@ def main():
     os.unlink(s.name)
 
     anthropic()
+    sync()
 
     print(f"1..{N}")
     return 1 if FAILED else 0
@@ -515,6 +518,265 @@ def anthropic():
     ok(RFC3339.fullmatch(g["archived_at"] or "") and x.an("GET", f"/{xid}/results")[0] == 404,
        "29 days after creation: archived_at set, results gone")
     x.stop()
+
+
+def call(port, path, body, headers=None, key="sk-test", timeout=10):
+    """One call on a connection of its own: (status, parsed body, response, seconds taken)."""
+    h = {"Content-Type": "application/json", **({"Authorization": "Bearer " + key} if key else {}), **(headers or {})}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    t = time.time()
+    try:
+        conn.request("POST", path, json.dumps(body).encode() if not isinstance(body, bytes) else body, h)
+        r = conn.getresponse()
+        data = r.read()
+    finally:
+        conn.close()
+    try:
+        data = json.loads(data) if data else None
+    except ValueError:
+        pass
+    return r.status, data, r, time.time() - t
+
+
+AN_H = {"x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
+
+
+def strip_ids(v):
+    """v without what differs between two answers to one request: ids and times."""
+    if isinstance(v, dict):
+        return {k: strip_ids(x) for k, x in v.items() if k not in ("id", "created", "created_at", "system_fingerprint")}
+    if isinstance(v, list):
+        return [strip_ids(x) for x in v]
+    return v
+
+
+def ratelimit(r):
+    return {k.lower(): v for k, v in r.getheaders() if k.lower().startswith(("x-ratelimit-", "anthropic-ratelimit-"))}
+
+
+def sync():
+    """The synchronous faces (qb-submit --sync): answers, faults, limits, concurrency, script rules."""
+    qbf = SourceFileLoader("qbfake", os.path.join(HERE, "qb-fake")).load_module()
+    ok([qbf.go_duration(x) for x in (0, 0.006, 1, 59.5, 60, 3723.25)] == ["0s", "6ms", "1s", "59.5s", "1m0s", "1h2m3.25s"],
+       "reset durations are written as Go durations")
+    s = Fake("--batch-seconds", "1")
+    bodies = {"/v1/chat/completions": {"model": "m1", "messages": [{"role": "user", "content": "I love my dog"}]},
+              "/v1/embeddings": {"model": "e1", "input": ["a", "bb"]},
+              "/v1/completions": {"model": "m1", "prompt": ["my boss", "a cat"]},
+              "/v1/responses": {"model": "m1", "input": "the election", "instructions": "one word"}}
+    ans = {}
+    for ep, body in bodies.items():
+        st, a, r, _ = call(s.port, ep, body)
+        ans[ep] = a
+        ok(st == 200 and re.fullmatch(r"req_[0-9a-f]{32}", r.getheader("x-request-id") or "")
+           and r.getheader("openai-version") == "2020-10-01" and ratelimit(r) == {},
+           f"sync {ep}: 200 with x-request-id, no rate-limit headers without --rpm/--tpm")
+        b = s.wait(s.batch((json.dumps({"custom_id": "x", "method": "POST", "url": ep, "body": body}) + "\n").encode(),
+                           endpoint=ep)["id"], limit=0)
+        s.advance(2)
+        line = s.lines(s.wait(b["id"])["output_file_id"])[0]["response"]["body"]
+        ok(strip_ids(a) == strip_ids(line) and a["model"] == body["model"],
+           f"sync {ep}: the answer is the batch output line's response.body (ids and times aside)")
+    c = ans["/v1/chat/completions"]
+    ok(c["object"] == "chat.completion" and c["choices"][0]["message"] == {"role": "assistant", "content": "love"}
+       and c["usage"] == {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}
+       and re.fullmatch(r"chatcmpl-[0-9A-Za-z]{29}", c["id"]), "chat: topic word, usage 7+1")
+    e = ans["/v1/embeddings"]
+    ok([x["index"] for x in e["data"]] == [0, 1] and all(len(x["embedding"]) == 8 for x in e["data"])
+       and e["usage"] == {"prompt_tokens": 2, "total_tokens": 2}, "embeddings: one 8-dim vector per input, in order")
+    m = ans["/v1/completions"]
+    ok([x["text"] for x in m["choices"]] == [" work", " animals"] and m["usage"]["prompt_tokens"] == 4, "completions: one choice per prompt")
+    o = ans["/v1/responses"]
+    ok(o["output"][0]["content"][0]["text"] == "politics" and o["usage"]["input_tokens"] == 5 and o["status"] == "completed",
+       "responses: output_text, usage")
+    st, again, _, _ = call(s.port, "/v1/chat/completions", bodies["/v1/chat/completions"])
+    s.req("POST", "/_qb/reset", key=None)
+    st2, fresh, _, _ = call(s.port, "/v1/chat/completions", bodies["/v1/chat/completions"])
+    ok(again["id"] != c["id"] and fresh["id"] == c["id"], "ids: a repeated body gets new ids; the same run gives the same ids")
+
+    # refusals and the qb_fake hooks
+    for body, why in (({"messages": [{"role": "user", "content": "x"}]}, "no model"),
+                      ({"model": "m1", "messages": []}, "empty messages"),
+                      ({"model": "m1", "messages": [{"role": "user", "content": "x"}], "stream": True}, "stream true")):
+        st, e, _, _ = call(s.port, "/v1/chat/completions", body)
+        ok(st == 400 and set(e["error"]) == {"message", "type", "param", "code"}, f"chat refuses {why}: 400")
+    ok(call(s.port, "/v1/chat/completions", bodies["/v1/chat/completions"], key="sk-no")[0] == 401, "sync: bad key 401")
+    chat = bodies["/v1/chat/completions"]
+    st, e, _, _ = call(s.port, "/v1/chat/completions", dict(chat, qb_fake={"status": 429}))
+    ok(st == 429 and e == {"error": {"message": "Rate limit reached for requests (injected by qb-fake).", "type": "requests",
+                                     "param": None, "code": "rate_limit_exceeded"}}, "qb_fake status 429: 429 rate_limit_exceeded")
+    st, e, _, _ = call(s.port, "/v1/embeddings", {"model": "e1", "input": "a", "qb_fake": {"status": 500, "code": "boom"}})
+    ok(st == 500 and e["error"]["type"] == "server_error" and e["error"]["code"] == "boom", "qb_fake status 500: server_error, code kept")
+    st, e, _, _ = call(s.port, "/v1/completions", {"model": "m1", "prompt": "x", "qb_fake": {"status": 400, "message": "no"}})
+    ok((st, e["error"]["message"], e["error"]["type"]) == (400, "no", "invalid_request_error"), "qb_fake status 400, message kept")
+
+    # embeddings arrays: one input over --max-input-tokens sinks the whole array
+    big = "x" * 36000                                                      # 9000 tokens
+    st, e, _, _ = call(s.port, "/v1/embeddings", {"model": "e1", "input": ["short one", big, "short two"]})
+    ok(st == 400 and e["error"] == {"message": "Invalid 'input[1]': this model's maximum context length is 8192 tokens, "
+                                    "however input[1] has 9000 tokens.", "type": "invalid_request_error",
+                                    "param": "input[1]", "code": "context_length_exceeded"},
+       "case 22: an array with a 9000-token input: 400 naming input[1]")
+    st, e, _, _ = call(s.port, "/v1/embeddings", {"model": "e1", "input": big})
+    ok(st == 400 and e["error"]["param"] == "input", "a single input over 8192 tokens: 400")
+    ok(call(s.port, "/v1/embeddings", {"model": "e1", "input": ["short one", "short two"]})[0] == 200, "the rest alone: 200")
+    ok(call(s.port, "/v1/embeddings", {"model": "e1", "input": ["a"] * 2048})[0] == 200
+       and call(s.port, "/v1/embeddings", {"model": "e1", "input": ["a"] * 2049})[1]["error"]["message"] ==
+       "Invalid 'input': array too long. Expected an array with maximum length 2048, but got an array with length 2049 instead.",
+       "--max-array: 2048 inputs by default, 2049 refused")
+
+    # Anthropic /v1/messages
+    an = {"model": "claude-test", "max_tokens": 16, "messages": [{"role": "user", "content": "I love my dog"}]}
+    st, msg, r, _ = call(s.port, "/v1/messages", an, AN_H, key=None)
+    ok(st == 200 and msg["content"] == [{"type": "text", "text": "love"}] and msg["usage"]["input_tokens"] == 7
+       and msg["usage"]["service_tier"] == "standard" and re.fullmatch(r"msg_01[0-9A-Za-z]{22}", msg["id"])
+       and re.fullmatch(r"req_011C[0-9A-Za-z]{20}", r.getheader("request-id") or "") and r.getheader("x-request-id") is None,
+       "messages: a Message, service_tier standard, request-id header")
+    bid = s.an("POST", "", {"requests": [{"custom_id": "a", "params": an}]})[1]["id"]
+    s.advance(2)
+    res = jsonl(s.an("GET", f"/{bid}/results", raw=True)[1])[0]["result"]["message"]
+    res["usage"]["service_tier"] = "standard"
+    ok(strip_ids(res) == strip_ids(msg) and list(res) == list(msg), "messages: the succeeded batch result's message (keys in order)")
+    for kw, st_, typ in (({"key": None}, 401, "authentication_error"), ({"version": None}, 400, "invalid_request_error")):
+        h = {k: v for k, v in (("x-api-key", kw.get("key", "sk-test")), ("anthropic-version", kw.get("version", "2023-06-01"))) if v}
+        st, e, r, _ = call(s.port, "/v1/messages", an, h, key=None)
+        ok(st == st_ and e["error"]["type"] == typ and e["request_id"] == r.getheader("request-id"),
+           f"messages: the batch auth rules ({st_} {typ})")
+    ok(call(s.port, "/v1/messages", an)[0] == 401, "messages: a bearer token alone is refused")
+    for extra, st_, typ, text in (({"qb_fake": {"error": "overloaded_error"}}, 529, "overloaded_error", "Overloaded"),
+                                  ({"qb_fake": {"status": 429, "message": "slow"}}, 429, "rate_limit_error", "slow"),
+                                  ({"messages": []}, 400, "invalid_request_error", "messages: at least one message is required")):
+        st, e, r, _ = call(s.port, "/v1/messages", dict(an, **extra), AN_H, key=None)
+        ok(st == st_ and e == {"type": "error", "error": {"type": typ, "message": text}, "request_id": r.getheader("request-id")},
+           f"messages: {list(extra.values())[0]} -> {st_} {typ}")
+
+    # script rules on the sync routes: 429 (20), 429 (40), then 200; error bodies; close; hold
+    s.req("POST", "/_qb/reset", key=None)
+    s.req("POST", "/_qb/script", b'{"on":"POST /v1/chat/completions","status":429,"headers":{"retry-after":"20"},"error":true}\n'
+          b'{"on":"POST /v1/chat/completions","status":429,"headers":{"retry-after":"40"}}\n'
+          b'{"on":"POST /v1/messages","status":529,"error":true}\n'
+          b'{"on":"POST /v1/completions","close":true}\n'
+          b'{"on":"POST /v1/responses","delay":0.6}\n'
+          b'{"on":"POST /v1/embeddings","match":"conc","delay":0.4,"times":-1}\n', key=None)
+    seq = [call(s.port, "/v1/chat/completions", chat) for _ in range(3)]
+    ok([(x[0], x[2].getheader("retry-after")) for x in seq] == [(429, "20"), (429, "40"), (200, None)],
+       "case 18 script: 429 retry-after 20, then 429 retry-after 40, then 200")
+    ok(seq[0][1]["error"]["type"] == "requests" and seq[0][1]["error"]["code"] == "rate_limit_exceeded" and seq[1][1] is None
+       and seq[2][1]["choices"][0]["message"]["content"] == "love", '"error": true gives the OpenAI error body; without it, none')
+    st, e, r, _ = call(s.port, "/v1/messages", an, AN_H, key=None)
+    ok(st == 529 and e == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+                           "request_id": r.getheader("request-id")}, '"error": true on /v1/messages: the Anthropic 529 body')
+    try:
+        call(s.port, "/v1/completions", {"model": "m1", "prompt": "x"})
+        ok(False, "script close: the connection is dropped after the request is read")
+    except (http.client.HTTPException, ConnectionError, socket.timeout):
+        ok(True, "script close: the connection is dropped after the request is read")
+    try:
+        call(s.port, "/v1/responses", bodies["/v1/responses"], timeout=0.2)
+        ok(False, "case 20 hold: the client times out")
+    except socket.timeout:
+        ok(True, "case 20 hold: the client times out")
+    end = time.time() + 5
+    while "POST /v1/responses" not in s.req("GET", "/_qb/stats", key=None)[1]["requests"] and time.time() < end:
+        time.sleep(0.05)
+    st = s.req("GET", "/_qb/stats", key=None)[1]
+    ok(st["requests"]["POST /v1/responses"] == {"200": 1} and [x[1] for x in st["sync_admitted"]] == ["m1", "m1"],
+       "hold: answered 200 after the delay anyway, and admitted (paid)")
+    ok(call(s.port, "/v1/responses", bodies["/v1/responses"])[3] < 0.3, "hold: once (times 1)")
+    ok(st["requests"]["POST /v1/completions"] == {"closed": 1} and st["requests"]["POST /v1/chat/completions"] == {"429": 2, "200": 1}
+       and st["requests"]["POST /v1/messages"] == {"529": 1}, "stats count the sync routes per status")
+
+    # the server is threaded: four held calls at once
+    out = []
+    ths = [threading.Thread(target=lambda: out.append(call(s.port, "/v1/embeddings", {"model": "e1", "input": "conc"})))
+           for _ in range(4)]
+    t = time.time()
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    st = s.req("GET", "/_qb/stats", key=None)[1]
+    ok(sorted(x[0] for x in out) == [200] * 4 and time.time() - t < 1.2 and st["sync_max_inflight"] == 4 and st["sync_inflight"] == 0,
+       f"four concurrent calls served at once: sync_max_inflight 4 ({time.time() - t:.2f} s)")
+    ok(s.stop() == 0, "SIGTERM: clean exit")
+
+    # --slow-above 1 --slow-seconds 0.5 (case 19's hidden throttling)
+    w = Fake("--slow-above", "1", "--slow-seconds", "0.5")
+    w.req("POST", "/_qb/script", b'{"on":"POST /v1/chat/completions","match":"hold-me","delay":0.9}\n', key=None)
+    held = threading.Thread(target=lambda: call(w.port, "/v1/chat/completions",
+                                                {"model": "m1", "messages": [{"role": "user", "content": "hold-me"}]}))
+    held.start()
+    end = time.time() + 5
+    while w.req("GET", "/_qb/stats", key=None)[1]["sync_inflight"] < 1 and time.time() < end:
+        time.sleep(0.02)
+    st, _, _, slow = call(w.port, "/v1/chat/completions", chat)
+    held.join()
+    st2, _, _, fast = call(w.port, "/v1/chat/completions", chat)
+    stats = w.req("GET", "/_qb/stats", key=None)[1]
+    ok(st == 200 and slow >= 0.5 and st2 == 200 and fast < 0.4,
+       f"--slow-above 1: a second call in flight waits 0.5 s more ({slow:.2f} s), one alone does not ({fast:.2f} s)")
+    ok(stats["sync_max_inflight"] == 2 and stats["sync_inflight"] == 0 and len(stats["sync_admitted"]) == 3,
+       "stats: sync_max_inflight 2, sync_inflight 0, 3 admitted")
+    w.stop()
+
+    # --rpm, --tpm and the rate-limit headers; smaller array limits
+    lim = Fake("--rpm", "2", "--tpm", "100", "--max-array", "3", "--max-input-tokens", "10", "--max-request-tokens", "25")
+    small = {"model": "r1", "messages": [{"role": "user", "content": "hi"}]}       # 1 + 3 = 4 tokens
+    st, _, r, _ = call(lim.port, "/v1/chat/completions", small)
+    h = ratelimit(r)
+    ok(st == 200 and {k: h[k] for k in h if "reset" not in k} == {
+        "x-ratelimit-limit-requests": "2", "x-ratelimit-remaining-requests": "1",
+        "x-ratelimit-limit-tokens": "100", "x-ratelimit-remaining-tokens": "96"}
+       and re.fullmatch(r"(59\.\d+s|1m0s)", h["x-ratelimit-reset-requests"]) and h["x-ratelimit-reset-tokens"] == h["x-ratelimit-reset-requests"],
+       "--rpm 2 --tpm 100: the six x-ratelimit-* headers (reset: until the window is empty)")
+    lim.advance(30)
+    st, _, r, _ = call(lim.port, "/v1/chat/completions", small)
+    ok(st == 200 and ratelimit(r)["x-ratelimit-remaining-requests"] == "0", "second call 30 s later: remaining-requests 0")
+    st, e, r, _ = call(lim.port, "/v1/chat/completions", small)
+    ok(st == 429 and r.getheader("retry-after") == "30" and e["error"]["type"] == "requests"
+       and e["error"]["code"] == "rate_limit_exceeded"
+       and e["error"]["message"].startswith("Rate limit reached for r1 in organization org-fake on requests per min (RPM): Limit 2, Used 2, Requested 1.")
+       and ratelimit(r)["x-ratelimit-remaining-requests"] == "0",
+       "third call in the minute: 429, retry-after 30 (when the first leaves the window), headers")
+    ok(call(lim.port, "/v1/chat/completions", dict(small, model="r2"))[0] == 200, "limits are per model")
+    lim.advance(30)
+    ok(call(lim.port, "/v1/chat/completions", small)[0] == 200, "POST /_qb/clock: 60 s after the first, room again")
+    x53 = {"model": "t1", "messages": [{"role": "user", "content": "x" * 200}]}          # 50 + 3 = 53 tokens
+    st, _, r, _ = call(lim.port, "/v1/chat/completions", x53)
+    ok(st == 200 and ratelimit(r)["x-ratelimit-remaining-tokens"] == "47", "53 tokens: remaining-tokens 47")
+    st, e, r, _ = call(lim.port, "/v1/chat/completions", x53)
+    ok(st == 429 and e["error"]["type"] == "tokens" and r.getheader("retry-after") == "60"
+       and "tokens per min (TPM): Limit 100, Used 53, Requested 53." in e["error"]["message"], "--tpm: 53 + 53 > 100: 429 tokens, retry-after 60")
+    st, e, r, _ = call(lim.port, "/v1/chat/completions", {"model": "t2", "messages": [{"role": "user", "content": "x" * 400}]})
+    ok(st == 429 and r.getheader("retry-after") is None and e["error"]["message"].startswith("Request too large for t2")
+       and ratelimit(r)["x-ratelimit-reset-tokens"] == "0s", "a call alone over --tpm: 429 without retry-after")
+    call(lim.port, "/v1/chat/completions", dict(small, model="b1"))
+    lim.advance(30)
+    call(lim.port, "/v1/chat/completions", dict(x53, model="b1"))
+    st, e, r, _ = call(lim.port, "/v1/chat/completions", dict(x53, model="b1"))
+    ok(st == 429 and e["error"]["type"] == "requests" and r.getheader("retry-after") == "60",
+       "both limits passed: the 429 names requests, retry-after waits for both (60, not 30)")
+    for inp, msg in ((["a", "b", "c", "d"], "Invalid 'input': array too long. Expected an array with maximum length 3, "
+                      "but got an array with length 4 instead."),
+                     (["ok", "y" * 41], "Invalid 'input[1]': this model's maximum context length is 10 tokens, however input[1] has 11 tokens."),
+                     (["y" * 40] * 3, "Requested 30 tokens, max 25 tokens per request")):
+        st, e, _, _ = call(lim.port, "/v1/embeddings", {"model": "e9", "input": inp})
+        ok(st == 400 and e["error"]["message"] == msg, f"embeddings refused: {msg[:40]}...")
+    for _ in range(2):
+        st, _, r, _ = call(lim.port, "/v1/messages", dict(an, model="a1"), AN_H, key=None)
+    st, e, r, _ = call(lim.port, "/v1/messages", dict(an, model="a1"), AN_H, key=None)
+    h = ratelimit(r)
+    ok(st == 429 and e["error"]["type"] == "rate_limit_error" and r.getheader("retry-after") == "60"
+       and h["anthropic-ratelimit-requests-limit"] == "2" and h["anthropic-ratelimit-requests-remaining"] == "0"
+       and h["anthropic-ratelimit-input-tokens-remaining"] == str(100 - 14) and h["anthropic-ratelimit-tokens-limit"] == "100"
+       and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", h["anthropic-ratelimit-requests-reset"]),
+       "messages over --rpm: 429 rate_limit_error, retry-after, anthropic-ratelimit-* headers")
+    adm = lim.req("GET", "/_qb/stats", key=None)[1]["sync_admitted"]
+    ok([x[1:] for x in adm] == [["r1", 4], ["r1", 4], ["r2", 4], ["r1", 4], ["t1", 53], ["b1", 4], ["b1", 53],
+                                ["a1", 7], ["a1", 7]]
+       and all(isinstance(x[0], float) for x in adm) and adm[3][0] - adm[0][0] >= 60,
+       "stats sync_admitted: [time on the fake clock, model, tokens] per 2xx call")
+    lim.stop()
 
 
 if __name__ == "__main__":
