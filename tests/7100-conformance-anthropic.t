@@ -16,7 +16,7 @@ PRISM_API=anthropic
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is absent"
 command -v jq >/dev/null 2>&1 || skip_all "jq is absent"
 prism_install
-plan 71
+plan 74
 
 # todo_ok RC DESC REASON: a TAP TODO test (a known mismatch, reported).
 todo_ok() {
@@ -292,6 +292,16 @@ call err-create-json ErrorResponse 400 -H "$AK" -H "$AV" -H 'Content-Type: appli
 call err-route ErrorResponse 404 -H "$AK" -H "$AV" "$FAKE_URL/v1/messages/nothing"
 call err-method ErrorResponse 405 -H "$AK" -H "$AV" -X PUT "$V"
 
+# The synchronous endpoint (qb-submit --sync -p anthropic calls it)
+M=$FAKE_URL/v1/messages
+JS='Content-Type: application/json'
+call sync-message Message 200 -H "$AK" -H "$AV" -H "$JS" \
+    -d '{"model":"claude-x","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}' "$M"
+call err-sync-400 ErrorResponse 400 -H "$AK" -H "$AV" -H "$JS" \
+    -d '{"model":"claude-x","max_tokens":16,"messages":[]}' "$M"
+call err-sync-529 ErrorResponse 529 -H "$AK" -H "$AV" -H "$JS" \
+    -d '{"model":"claude-x","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"qb_fake":{"error":"overloaded_error"}}' "$M"
+
 # 29 days on, results are archived.
 clock 2505600
 call get-archived MessageBatch 200 -H "$AK" -H "$AV" "$V/$BC"
@@ -339,9 +349,10 @@ ok $? "the checker says where a results line fails (line 1: an unknown error typ
 # ResponseTextBlock citations (all nullable), but the live capture
 # (../shared/fixtures/anthropic-results.live-capture.jsonl) has none of
 # them, and the emulator copies the live capture (tests/fake/qb-fake
-# an_result). Each is a TODO test of its own, checked on the succeeded
-# results; every other problem still fails.
-KNOWN='\.result\.message\.container: missing|\.result\.message\.usage\.server_tool_use: missing|\.result\.message\.content\[[0-9]+\]\.citations: missing'
+# an_result, and the synchronous answer, the same message). Each is a TODO
+# test of its own, checked on the succeeded results; every other problem
+# still fails.
+KNOWN='(\.result\.message|\$)\.container: missing|(\.result\.message|\$)\.usage\.server_tool_use: missing|(\.result\.message|\$)\.content\[[0-9]+\]\.citations: missing'
 # known FIELD JQ-TEST WHY
 known() {
 	_miss=$(grep -h '"succeeded"' ans/results-*.jsonl | jq -r "$2" | grep -c false)
