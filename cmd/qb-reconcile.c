@@ -6,7 +6,9 @@
  * items; and from the operands job records ("file", "results", "status",
  * "ended", "errors" and their "line") and result lines of any provider
  * (result.h). A batch failed for errors at lines of its file makes the
- * requests there dead, the others retries.
+ * requests there dead, the others retries. A qb result record that
+ * carries its own request (qb-submit --sync) and whose id no -r request
+ * claims is joined to itself.
  * Writes outcome records: "id", "outcome", the result members, "cost_usd",
  * and the item's own members (meta, queue, receipt, receives ...); a retry
  * also gets "endpoint" and "body" ("params" too for Anthropic lines),
@@ -38,6 +40,7 @@
 #include "price.h"
 #include "reqindex.h"
 #include "result.h"
+#include "sync.h"
 #include "xmem.h"
 
 static const char usage[] =
@@ -76,6 +79,8 @@ struct rec {
 	size_t			 nmprice;
 	struct prices		 prices;	/* --prices */
 	struct result_parser	 rp;
+	struct idmap		 self;		/* ids of results joined to themselves */
+	struct json_scan	 sscan;		/* of such results */
 	yajl_gen		 g;
 	unsigned long		 nout[3], npending, nunclaimed, nunknown, ndup, nbad;
 	unsigned long		 nraw;		/* result lines read outside any job */
@@ -89,7 +94,7 @@ struct rec {
  * wire format or body: never copied from the request. */
 static const char *const ownkeys[] = { "id", "custom_id", "method", "url",
 	"body", "params", "outcome", "status", "http_status", "error", "usage",
-	"request_id", "batch_id", "response", "cost_usd", NULL };
+	"request_id", "batch_id", "response", "cost_usd", "account_error", NULL };
 
 /* A rejected line: already reported; --strict stops here. */
 static void
@@ -127,17 +132,15 @@ cost(struct rec *rc, const struct req *q, const struct result *r)
 	    (double)r->out_tok * rc->prices.p[p].out) / 1e6;
 }
 
-/* Write the outcome of request idx from result r. */
+/* Open the outcome of id from result r (q: its request, or NULL). */
 static void
-emit(struct rec *rc, size_t idx, const struct result *r, const char *batch_id)
+head(struct rec *rc, const char *id, const struct req *q,
+    const struct result *r, const char *batch_id)
 {
-	struct req *q = &rc->ri.req[idx];
 	yajl_gen g = rc->g;
-	const char *id = idmap_key(&rc->ri.ids, idx);
 	char num[64];
 	double c;
 
-	q->state = (uint8_t)(1 + r->outcome);
 	rc->nout[r->outcome]++;
 	jout_open(g);
 	jout_kstr(g, "id", id);
@@ -154,11 +157,78 @@ emit(struct rec *rc, size_t idx, const struct result *r, const char *batch_id)
 		rc->tin += (unsigned long long)r->in_tok;
 		rc->tout += (unsigned long long)r->out_tok;
 	}
-	reqindex_emit(&rc->ri, idx, g, r->outcome == OUTCOME_RETRY);
-	jout_close(g);
-	if (jout_line(g, stdout) == -1 ||
+}
+
+/* Close the outcome and write it. */
+static void
+tail(struct rec *rc)
+{
+	jout_close(rc->g);
+	if (jout_line(rc->g, stdout) == -1 ||
 	    (rc->o->unbuffered && fflush(stdout) == EOF))
 		qb_diesys(QB_EX_IOERR, "write error on standard output");
+}
+
+/* Write the outcome of request idx from result r. */
+static void
+emit(struct rec *rc, size_t idx, const struct result *r, const char *batch_id)
+{
+	struct req *q = &rc->ri.req[idx];
+
+	q->state = (uint8_t)(1 + r->outcome);
+	head(rc, idmap_key(&rc->ri.ids, idx), q, r, batch_id);
+	reqindex_emit(&rc->ri, idx, rc->g, r->outcome == OUTCOME_RETRY);
+	tail(rc);
+}
+
+/* Say an account-level error once, loudly: no item passes until it is fixed. */
+static void
+account(struct rec *rc, const struct jsonl_reader *r, const struct result *res)
+{
+	if (!res->account || rc->naccount++ > 0)
+		return;
+	qb_lwarn(r->name, r->lineno, "account-level error for id \"%s\": "
+	    "%s: %s; fix the account, then send its retries again "
+	    "(marked \"account_error\")", res->id, res->etype ? res->etype :
+	    (res->ecode ? res->ecode : "error"), res->emsg ? res->emsg : "");
+}
+
+/*
+ * A qb result record that carries its own request ("body" or "params",
+ * as qb-submit --sync writes them) and whose id no -r request claims is
+ * joined to itself, once: the outcome gets its other members, and a
+ * retry its endpoint and body. Returns 0 when res is not such a result.
+ */
+static int
+self_join(struct rec *rc, const struct jsonl_reader *r,
+    const struct result *res, const char *line, size_t len)
+{
+	static const char *const none[] = { NULL };
+	const struct json_scan *s = &rc->sscan;
+	char err[256];
+	int isnew;
+
+	if (res->kind != RESULT_QB ||
+	    idmap_get(&rc->ri.ids, res->id, res->idlen) != (size_t)-1)
+		return 0;
+	rc->sscan.deep = none;
+	if (json_scan(&rc->sscan, line, len, err, sizeof(err)) == -1 ||
+	    (json_find(s, -1, "body") < 0 && json_find(s, -1, "params") < 0))
+		return 0;
+	idmap_put(&rc->self, res->id, res->idlen, &isnew);
+	if (!isnew) {
+		qb_lwarn(r->name, r->lineno, "duplicate result for id \"%s\"; "
+		    "the first one stands", res->id);
+		rc->ndup++;
+		reject(rc);
+		return 1;
+	}
+	head(rc, res->id, NULL, res, NULL);
+	sync_members(&rc->sscan, rc->g, line, len, ownkeys,
+	    res->outcome == OUTCOME_RETRY);
+	tail(rc);
+	account(rc, r, res);
+	return 1;
 }
 
 /* Result res from reader r; job is 1 + the job whose results file r is. */
@@ -185,13 +255,7 @@ take_result(struct rec *rc, const struct jsonl_reader *r,
 		return;
 	}
 	emit(rc, idx, res, job ? rc->jobs[job - 1].batch_id : NULL);
-	if (res->account && rc->naccount++ == 0) {
-		/* Say it once, loudly: no item can pass until it is fixed. */
-		qb_lwarn(r->name, r->lineno, "account-level error for id \"%s\": "
-		    "%s: %s; fix the account, then send its retries again "
-		    "(marked \"account_error\")", res->id, res->etype ? res->etype :
-		    (res->ecode ? res->ecode : "error"), res->emsg ? res->emsg : "");
-	}
+	account(rc, r, res);
 }
 
 /* Read the result lines of path, a results file of job 1 + job - 1. */
@@ -377,7 +441,8 @@ take_line(struct rec *rc, struct jsonl_reader *r, const char *line, size_t len)
 
 	if ((rv = result_parse(&rc->rp, line, len, &res, err, sizeof(err))) == 0) {
 		rc->nraw++;
-		take_result(rc, r, &res, 0);
+		if (!self_join(rc, r, &res, line, len))
+			take_result(rc, r, &res, 0);
 		return;
 	}
 	if (rv == 1 && json_sval(s, json_find(s, -1, "batch_id")) != NULL &&
@@ -457,8 +522,8 @@ summary(const struct rec *rc)
 			c[--n] = '\0';
 	}
 	qb_warn("%zu request%s: %lu done, %lu retry, %lu dead, %lu pending; "
-	    "%lu unknown, %lu duplicate; tokens in %llu out %llu%s%s", rc->ri.ids.n,
-	    rc->ri.ids.n == 1 ? "" : "s",
+	    "%lu unknown, %lu duplicate; tokens in %llu out %llu%s%s",
+	    rc->ri.ids.n + rc->self.n, rc->ri.ids.n + rc->self.n == 1 ? "" : "s",
 	    rc->nout[OUTCOME_DONE], rc->nout[OUTCOME_RETRY],
 	    rc->nout[OUTCOME_DEAD], rc->npending, rc->nunknown, rc->ndup,
 	    rc->tin, rc->tout, c, un);
@@ -479,6 +544,8 @@ rec_free(struct rec *rc)
 	free(rc->mprice);
 	free(rc->o->req);
 	reqindex_free(&rc->ri);
+	idmap_free(&rc->self);
+	buf_free(&rc->sscan.strs);
 	result_parser_free(&rc->rp);
 	yajl_gen_free(rc->g);
 }
@@ -547,6 +614,7 @@ main(int argc, char *argv[])
 	rc.o = &o;
 	rc.g = jout_new();
 	reqindex_init(&rc.ri, ownkeys, o.strict);
+	idmap_init(&rc.self);
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	if (o.prices != NULL)
 		rc.nbad += prices_load(&rc.prices, o.prices, o.strict);

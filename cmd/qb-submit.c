@@ -11,6 +11,8 @@
  * stdout is flushed each time. With a ledger, a run holds LEDGER.submit.lock
  * throughout, and an intent line goes into the ledger before each create,
  * so that a batch whose job record was lost is found and adopted later.
+ * With --sync it reads item records instead and calls the synchronous
+ * endpoint for each, printing a result record per item (common/sync.c).
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
@@ -38,6 +40,7 @@
 #include "qtime.h"
 #include "rfc3339.h"
 #include "sha256.h"
+#include "sync.h"
 #include "xmem.h"
 
 /*
@@ -49,7 +52,11 @@
 static const char usage[] =
     "[-hqVv] [--strict] [--base-url url] [--key-file file] [-l ledger]\n"
     "       [-p provider] [--token-budget tokens] [--wait-budget seconds]\n"
-    "       [file ...]";
+    "       [file ...]\n"
+    "       qb-submit --sync [-hqVv] [--strict] [--base-url url]\n"
+    "       [--concurrency n] [--deadline seconds] [--key-file file]\n"
+    "       [--metrics file] [-p provider] [--rpm n] [--tpm n]\n"
+    "       [--unknown-retries n] [file ...]";
 static const char help[] =
     "      --base-url URL     the provider's API base URL (default from\n"
     "                         OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the\n"
@@ -62,15 +69,30 @@ static const char help[] =
     "      --token-budget N   hold a file whose \"tokens\" would take a\n"
     "                         model's unfinished batches past N (exit 75)\n"
     "      --wait-budget S    wait up to S seconds for room instead\n"
+    "      --sync             read items, call the synchronous endpoint for\n"
+    "                         each, print a result per item\n"
+    "      --concurrency N    --sync: requests in flight per model (default 8)\n"
+    "      --deadline S       --sync: start no try S seconds after an item\n"
+    "                         is read\n"
+    "      --metrics FILE     --sync: write Prometheus metrics to FILE\n"
+    "      --rpm N, --tpm N   --sync: requests, estimated tokens per minute\n"
+    "                         per model (default: no limit)\n"
+    "      --unknown-retries N  --sync: retries after an unknown outcome\n"
+    "                         in the run (default 2)\n"
     "  -h, -V, -v, -q         help, version, verbose, quiet\n";
 
-enum { OPT_BASE = 256, OPT_KEY, OPT_STRICT, OPT_BUDGET, OPT_WAIT };
+enum { OPT_BASE = 256, OPT_KEY, OPT_STRICT, OPT_BUDGET, OPT_WAIT, OPT_SYNC,
+	OPT_CONC, OPT_DEADLINE, OPT_METRICS, OPT_RPM, OPT_TPM, OPT_UNKNOWN };
 
 struct opts {
 	const char	*base, *keyfile, *ledger, *prov;
 	int		 strict;
 	long long	 budget;	/* enqueued tokens per model, 0 for none */
 	double		 wait;		/* seconds to wait for room */
+	int		 sync;		/* --sync, and its options: */
+	int		 nsyncopt;	/* how many were given */
+	int		 nbatchopt;	/* --token-budget, --wait-budget given */
+	struct sync_opts so;
 };
 
 struct run {
@@ -546,16 +568,60 @@ take(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
 	return 0;
 }
 
+/* An option of --sync. */
+static void
+syncopt(struct opts *o, int ch, const char *arg)
+{
+	const char *errstr = NULL, *name = "--metrics";
+	double d;
+
+	o->nsyncopt++;
+	switch (ch) {
+	case OPT_CONC:
+		name = "--concurrency";
+		o->so.concurrency = (int)qb_strtonum(arg, 1, 10000, &errstr);
+		break;
+	case OPT_DEADLINE:
+		name = "--deadline";
+		o->so.deadline = qb_parse_seconds(arg, &errstr);
+		break;
+	case OPT_RPM:
+	case OPT_TPM:
+		name = ch == OPT_RPM ? "--rpm" : "--tpm";
+		d = (double)qb_strtonum(arg, 0, 1LL << 50, &errstr);
+		if (ch == OPT_RPM)
+			o->so.rpm = d;
+		else
+			o->so.tpm = d;
+		break;
+	case OPT_UNKNOWN:
+		name = "--unknown-retries";
+		o->so.unknown_retries = (int)qb_strtonum(arg, 0, 1000000, &errstr);
+		break;
+	default:
+		o->so.metrics = arg;
+	}
+	if (errstr != NULL)
+		qb_die(QB_EX_USAGE, "%s %s: %s", name, arg, errstr);
+}
+
 int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "base-url", required_argument, NULL, OPT_BASE },
+		{ "concurrency", required_argument, NULL, OPT_CONC },
+		{ "deadline", required_argument, NULL, OPT_DEADLINE },
 		{ "key-file", required_argument, NULL, OPT_KEY },
 		{ "ledger", required_argument, NULL, 'l' },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "provider", required_argument, NULL, 'p' },
+		{ "rpm", required_argument, NULL, OPT_RPM },
 		{ "strict", no_argument, NULL, OPT_STRICT },
+		{ "sync", no_argument, NULL, OPT_SYNC },
 		{ "token-budget", required_argument, NULL, OPT_BUDGET },
+		{ "tpm", required_argument, NULL, OPT_TPM },
+		{ "unknown-retries", required_argument, NULL, OPT_UNKNOWN },
 		{ "wait-budget", required_argument, NULL, OPT_WAIT },
 		QB_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -569,6 +635,8 @@ main(int argc, char *argv[])
 
 	qb_setprog(argv[0]);
 	memset(&o, 0, sizeof(o));
+	o.so.concurrency = 8;
+	o.so.unknown_retries = 2;
 	if ((env = getenv("QB_TOKEN_BUDGET")) != NULL && *env != '\0') {
 		o.budget = qb_strtonum(env, 0, 1LL << 50, &errstr);
 		if (errstr != NULL)
@@ -596,22 +664,41 @@ main(int argc, char *argv[])
 			o.strict = 1;
 			break;
 		case OPT_BUDGET:
+			o.nbatchopt++;
 			o.budget = qb_strtonum(optarg, 0, 1LL << 50, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--token-budget %s: %s", optarg,
 				    errstr);
 			break;
 		case OPT_WAIT:
+			o.nbatchopt++;
 			o.wait = qb_parse_seconds(optarg, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--wait-budget %s: %s", optarg,
 				    errstr);
+			break;
+		case OPT_SYNC:
+			o.sync = 1;
+			break;
+		case OPT_CONC:
+		case OPT_DEADLINE:
+		case OPT_METRICS:
+		case OPT_RPM:
+		case OPT_TPM:
+		case OPT_UNKNOWN:
+			syncopt(&o, ch, optarg);
 			break;
 		default:
 			qb_common_opt(ch, usage, help);
 		}
 	}
 	files = optind < argc ? argv + optind : stdin_only;
+	if (o.nsyncopt > 0 && !o.sync)
+		qb_die(QB_EX_USAGE, "--concurrency, --deadline, --metrics, "
+		    "--rpm, --tpm and --unknown-retries go with --sync");
+	if (o.sync && (o.ledger != NULL || o.nbatchopt > 0))
+		qb_die(QB_EX_USAGE, "-l, --token-budget and --wait-budget are "
+		    "for batches, not --sync");
 
 	/* A batch whose job record can go nowhere is money lost. */
 	if ((ch = fcntl(STDOUT_FILENO, F_GETFL)) == -1 ||
@@ -620,6 +707,15 @@ main(int argc, char *argv[])
 		    "job records would be lost");
 	provider_check(provider_find(o.prov != NULL ? o.prov : "openai"),
 	    o.base, o.keyfile, 0);
+	if (o.sync) {
+		o.so.prov = o.prov;
+		o.so.base = o.base;
+		o.so.keyfile = o.keyfile;
+		o.so.strict = o.strict;
+		if ((rc = sync_run(&o.so, files)) != QB_EX_IOERR)
+			qb_close_stdout();	/* else already said */
+		return rc;
+	}
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
 	r.conns.base = o.base;

@@ -348,6 +348,49 @@ parse_qb(struct result_parser *p, struct result *r, char *err, size_t errlen)
 		account_level(r);
 	} else
 		r->outcome = OUTCOME_RETRY;
+	/* What result_emit marked so: a 401 of qb-submit --sync, say. */
+	if (mtype(s, -1, "account_error", &i) == JT_BOOL &&
+	    r->text[s->span[i].off] == 't') {
+		r->account = 1;
+		r->outcome = OUTCOME_RETRY;
+	}
+	return 0;
+}
+
+int
+result_answer(struct result_parser *p, const char *body, size_t len,
+    long long status, struct result *r)
+{
+	char err[256];
+	int e, t;
+
+	memset(r, 0, sizeof(*r));
+	r->kind = RESULT_QB;
+	r->text = body;
+	r->http_status = status;
+	r->in_tok = r->out_tok = -1;
+	r->status = status >= 200 && status <= 299 ? RESULT_SUCCEEDED :
+	    RESULT_ERRORED;
+	r->outcome = result_http_outcome(status);
+	/* The key or the account, not the request: the same key fails all. */
+	if (status == 401 || status == 402 || status == 403) {
+		r->account = 1;
+		r->outcome = OUTCOME_RETRY;
+	}
+	if (body == NULL || len == 0 ||
+	    json_scan(&p->sub, body, len, err, sizeof(err)) == -1)
+		return -1;
+	r->resp_off = 0;
+	r->resp_len = len;
+	usage(r, &p->sub, body);
+	r->model = mstr(&p->sub, -1, "model");
+	if (r->status == RESULT_ERRORED) {
+		if ((t = mtype(&p->sub, -1, "error", &e)) == JT_MAP)
+			errfields(r, &p->sub, e);
+		else if (t == JT_STRING)
+			r->emsg = json_sval(&p->sub, e);
+		account_level(r);
+	}
 	return 0;
 }
 
@@ -415,7 +458,8 @@ result_error_outcome(const char *type, const char *code)
 {
 	static const char *const transient[] = { "server_error",
 	    "rate_limit_exceeded", "rate_limit_error", "timeout",
-	    "timeout_error", "api_error", "overloaded_error", NULL };
+	    "timeout_error", "api_error", "overloaded_error",
+	    "connection_error", NULL };
 
 	if (inlist(code, transient) || inlist(type, transient))
 		return OUTCOME_RETRY;

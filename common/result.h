@@ -67,7 +67,8 @@ void result_parser_free(struct result_parser *p);
  * line with "error": null and a 400 inside is dead; then the error:
  * batch_expired gives status expired, batch_cancelled canceled, both
  * retry; any other code goes by result_error_outcome. Anthropic results
- * go by result.type, an errored one by its inner error type.
+ * go by result.type, an errored one by its inner error type. A qb
+ * record with "account_error": true (result_emit's mark) is a retry.
  * Returns 0 with *r filled; 1 when the line is a JSON object but none of
  * these (p->line holds its scan, so the caller can look for other record
  * kinds); -1 with a one-line reason in err (errlen bytes) when the line is
@@ -75,6 +76,20 @@ void result_parser_free(struct result_parser *p);
  */
 int result_parse(struct result_parser *p, const char *line, size_t len,
     struct result *r, char *err, size_t errlen);
+
+/*
+ * A synchronous answer (qb-submit --sync) as a result: HTTP status
+ * status and the len bytes of its body at body (NUL-terminated at len;
+ * may be NULL). Status word and outcome go by the status
+ * (result_http_outcome); 401, 402 and 403, and the account-level errors
+ * result_parse knows, set r->account (outcome retry: the key or the
+ * account, not the request). When the body is a JSON object it is the
+ * response, and its usage and, for an error, "error" members fill r
+ * (strings in p, valid until its next use). Returns 0; or -1 when the
+ * body is not a JSON object: r then has no response and no usage.
+ */
+int result_answer(struct result_parser *p, const char *body, size_t len,
+    long long status, struct result *r);
 
 /*
  * The outcome an HTTP status calls for: 2xx done; 408, 409, 429 and 5xx
@@ -87,7 +102,8 @@ enum result_outcome result_http_outcome(long long status);
  * The outcome for an error that came without an HTTP status, from its
  * code and type (either may be NULL): the transient words server_error,
  * rate_limit_exceeded, rate_limit_error, timeout, timeout_error,
- * api_error, overloaded_error (OpenAI §1.11, Anthropic §2.5, §2.7) retry;
+ * api_error, overloaded_error (OpenAI §1.11, Anthropic §2.5, §2.7) and
+ * qb's connection_error (a synchronous call that got no answer) retry;
  * every other error, and none at all, is dead.
  */
 enum result_outcome result_error_outcome(const char *type, const char *code);

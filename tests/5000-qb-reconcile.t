@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
-plan 136
+plan 147
 
 # rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
 rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
@@ -371,6 +371,32 @@ fi
 gzip -c "$T/big.req" >"$T/big.req.gz"
 rec -r "$T/big.req.gz" "$T/big.res"
 is "$rc:$(tail -n 1 "$T/out" | jqr '"\(.id) \(.body.messages[0].content | length)"')" "1:r19998 4000" "case 12: a .gz request file re-read from its spool"
+
+# results of qb-submit --sync carry their request: joined to themselves
+printf '%s\n' \
+    '{"id":"s1","status":"succeeded","http_status":200,"error":null,"usage":{"input_tokens":6,"output_tokens":1},"request_id":"req_1","batch_id":null,"response":{"model":"m1","choices":[]},"body":{"model":"m1","messages":[]},"meta":{"k":1},"queue":"dir:q","receipt":"r1","endpoint":"/v1/chat/completions"}' \
+    '{"id":"s2","status":"errored","http_status":429,"error":{"type":"requests","code":"rate_limit_exceeded","message":"slow","param":null},"usage":null,"request_id":null,"batch_id":null,"response":{"error":{}},"url":"/v1/embeddings","body":{"model":"e",  "input":["a"]},"meta":2}' \
+    '{"id":"s3","status":"errored","http_status":400,"error":{"type":"invalid_request_error","code":"bad","message":"no","param":null},"usage":null,"request_id":null,"batch_id":null,"response":null,"body":{"model":"m1"},"meta":3}' \
+    '{"id":"s4","status":"errored","http_status":null,"error":{"type":"connection_error","code":"outcome_unknown","message":"timed out","param":null},"usage":null,"request_id":null,"batch_id":null,"response":null,"body":{"model":"m1"}}' \
+    '{"id":"s5","status":"errored","http_status":529,"error":{"type":"overloaded_error","code":null,"message":"Overloaded","param":null},"usage":null,"request_id":null,"batch_id":null,"response":null,"params":{"model":"c","max_tokens":5,"messages":[]}}' \
+    '{"id":"s6","status":"errored","http_status":401,"error":{"type":"invalid_request_error","code":"invalid_api_key","message":"Incorrect API key provided.","param":null},"usage":null,"request_id":null,"batch_id":null,"response":null,"account_error":true,"body":{"model":"m1"}}' \
+    '{"id":"s1","status":"succeeded","http_status":200,"body":{"model":"m1"}}' \
+    '{"id":"s7","status":"succeeded","http_status":200}' >"$T/sync.res"
+rec "$T/sync.res"
+is "$rc" 69 "sync results alone: exit 69 (s6 failed for the account)"
+is "$(col '"\(.id)=\(.outcome)"')" "s1=done s2=retry s3=dead s4=retry s5=retry s6=retry " "sync results joined to themselves, once each"
+is "$(of s1 '[.meta.k,.queue,.receipt,.usage.input_tokens,has("body"),.endpoint]|@tsv')" "$(printf '1\tdir:q\tr1\t6\tfalse\t/v1/chat/completions')" \
+    "sync: a done outcome carries the item's members, not its body"
+is "$(of s2 '[.endpoint,.meta,has("url")]|@tsv')" "$(printf '/v1/embeddings\t2\tfalse')" "sync: a retry's endpoint from its url"
+like "$(grep '"id":"s2"' "$T/out")" '"body":{"model":"e",  "input":["a"]}' "sync: a retry's body byte for byte"
+is "$(of s5 '[.endpoint,.body.model,.params.model]|@tsv')" "$(printf '/v1/messages\tc\tc')" "sync: an Anthropic retry is an item again"
+is "$(of s6 .account_error)" true "sync: a 401 marked account_error is a retry, not dead"
+like "$(cat "$T/err")" 'sync.res:7: duplicate result for id "s1"' "sync: a second result for an id is rejected"
+like "$(cat "$T/err")" 'sync.res:8: result for unknown id "s7"' "sync: a result without its request is still unknown"
+like "$(last)" "6 requests: 1 done, 4 retry, 1 dead" "sync: summary"
+printf '%s\n' '{"id":"s3","body":{"model":"m1"},"meta":"from -r"}' >"$T/sync.req"
+rec -r "$T/sync.req" "$T/sync.res"
+is "$(of s3 .meta)" "from -r" "sync: an id a -r request claims is joined to that request"
 
 # real files from ../shared/fixtures
 F=$SHARED/fixtures
