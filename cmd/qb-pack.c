@@ -23,6 +23,7 @@
 #include "exits.h"
 #include "hwrite.h"
 #include "idmap.h"
+#include "item.h"
 #include "jout.h"
 #include "jscan.h"
 #include "json.h"
@@ -215,11 +216,6 @@ bad(struct packer *pk, struct jsonl_reader *r, const char *fmt, const char *a,
 	return -1;
 }
 
-/* The members qb-pack reads; each must appear once. */
-static const char *const ownkeys[] = {
-	"id", "custom_id", "body", "params", "url", "endpoint", "method"
-};
-
 /* Only the request body's own members matter below the top level. */
 static const char *const bodykeys[] = { "body", "params", NULL };
 
@@ -231,80 +227,21 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	struct json_scan *s = &pk->scan;
 	const struct provider *pv = pk->o->prov;
 	char err[256];
-	const char *id, *endpoint, *model, *why, *method;
-	int iid, ibody, iurl, imodel, imethod, iout, isnew;
+	struct item item;
+	const char *id, *endpoint, *model, *method;
+	int ibody, iout, isnew;
 	size_t idx, n, k;
 	long ninputs;
 	struct group *g;
 	const unsigned char *out;
 	const char *body;
 
-	if (json_scan(s, line, len, err, sizeof(err)) == -1)
+	if (item_check(s, line, len, pv, &item, err, sizeof(err)) == -1)
 		return bad(pk, r, "%s", err, NULL);
-	if (s->nspan == JSON_SPANS_MAX) {
-		snprintf(err, sizeof(err), "%d", JSON_SPANS_MAX);
-		return bad(pk, r, "more than %s members in the record and its "
-		    "body; qb-pack reads no more", err, NULL);
-	}
-	/*
-	 * A key given twice is read differently by different parsers (the
-	 * provider may take the last model, we the first): refuse it.
-	 */
-	for (k = 0; k < sizeof(ownkeys) / sizeof(ownkeys[0]); k++)
-		if (json_dupkey(s, -1, ownkeys[k]))
-			return bad(pk, r, "key \"%s\" given twice", ownkeys[k], NULL);
-	if ((iid = json_find(s, -1, "custom_id")) < 0)
-		iid = json_find(s, -1, "id");
-	if (iid < 0)
-		return bad(pk, r, "no \"id\" or \"custom_id\"%s", "", NULL);
-	if ((id = json_sval(s, iid)) == NULL)
-		return bad(pk, r, "expected a string for \"%s\"", s->span[iid].key, NULL);
-	if ((why = id_check(id, s->span[iid].slen)) != NULL)
-		return bad(pk, r, "%s: \"%.80s\"", why, id);
-	if ((ibody = json_find(s, -1, "body")) < 0)
-		ibody = json_find(s, -1, "params");
-	if (ibody < 0)
-		return bad(pk, r, "no \"body\" or \"params\" for id \"%s\"%s", id, "");
-	/* An Anthropic request (a retry of one, say) is not an OpenAI body. */
-	if (pv->line_format != PROVIDER_LINE_ANTHROPIC &&
-	    strcmp(s->span[ibody].key, "params") == 0)
-		return bad(pk, r, "\"params\" is an Anthropic request, for id "
-		    "\"%s\"%s; pack it with -p anthropic", id, "");
-	if (s->span[ibody].type != JT_MAP)
-		return bad(pk, r, "\"%s\" is not an object for id \"%s\"",
-		    s->span[ibody].key, id);
-	imethod = json_find(s, -1, "method");
-	if (imethod >= 0 && ((method = json_sval(s, imethod)) == NULL ||
-	    strcmp(method, "POST") != 0))
-		return bad(pk, r, "method is not \"POST\" for id \"%s\"%s", id, "");
-	if ((iurl = json_find(s, -1, "url")) < 0)
-		iurl = json_find(s, -1, "endpoint");
-	if (iurl >= 0) {
-		if ((endpoint = json_sval(s, iurl)) == NULL || endpoint[0] != '/')
-			return bad(pk, r, "\"%s\" is not a path such as "
-			    "/v1/chat/completions for id \"%s\"", s->span[iurl].key, id);
-	} else
-		endpoint = pk->o->endpoint;
-	if (json_dupkey(s, ibody, "model"))
-		return bad(pk, r, "key \"model\" given twice in \"%s\"",
-		    s->span[ibody].key, NULL);
-	if ((imodel = json_find(s, ibody, "model")) < 0 ||
-	    (model = json_sval(s, imodel)) == NULL || *model == '\0')
-		return bad(pk, r, "no model string in \"%s\" for id \"%s\"",
-		    s->span[ibody].key, id);
-
-	/*
-	 * Anthropic refuses a whole batch over one request without them
-	 * (CreateMessageParams.required; PROVIDERS.md §2.2).
-	 */
-	if (pv->line_format == PROVIDER_LINE_ANTHROPIC) {
-		if (json_find(s, ibody, "max_tokens") < 0)
-			return bad(pk, r, "no \"max_tokens\" in \"%s\" for id \"%s\" "
-			    "(anthropic requires it)", s->span[ibody].key, id);
-		if (json_find(s, ibody, "messages") < 0)
-			return bad(pk, r, "no \"messages\" in \"%s\" for id \"%s\" "
-			    "(anthropic requires it)", s->span[ibody].key, id);
-	}
+	id = item.id;
+	ibody = item.ibody;
+	endpoint = item.endpoint != NULL ? item.endpoint : pk->o->endpoint;
+	model = item.model;
 
 	/* An embeddings request counts its inputs against the file's cap. */
 	ninputs = 0;
@@ -374,7 +311,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	}
 
 	/* Refuse a duplicate only once the line is otherwise good. */
-	idx = idmap_put(&pk->ids, id, s->span[iid].slen, &isnew);
+	idx = idmap_put(&pk->ids, id, item.idlen, &isnew);
 	if (!isnew) {
 		yajl_gen_clear(pk->gen);
 		yajl_gen_reset(pk->gen, NULL);

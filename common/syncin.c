@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "exits.h"
+#include "item.h"
 #include "jsonl.h"
 #include "msg.h"
 #include "qtime.h"
@@ -294,80 +295,30 @@ url(const struct sync *s, const char *endpoint)
 struct sync_item *
 sync_item_new(struct sync *s, struct sync_line *l)
 {
-	static const char *const once[] = { "id", "custom_id", "body",
-	    "params", "url", "endpoint", "method", NULL };
 	struct json_scan *sc = &s->scan;
 	struct sync_item *it;
-	const char *const *k;
-	const char *id, *ep, *model_name, *method, *why, *it_defep;
+	struct item item;
+	const char *id, *ep;
 	char err[256];
-	int iid, ib, iu, im, isnew;
+	int isnew;
 
-	if (json_scan(sc, l->p, l->len, err, sizeof(err)) == -1)
+	if (item_check(sc, l->p, l->len, s->p, &item, err, sizeof(err)) == -1)
 		return bad(s, l, "%s", err);
-	if (sc->nspan == JSON_SPANS_MAX)
-		return bad(s, l, "more than %d members in the record and its "
-		    "body; qb-submit reads no more", JSON_SPANS_MAX);
-	/* Parsers differ on which of two equal keys counts: refuse them. */
-	for (k = once; *k != NULL; k++)
-		if (json_dupkey(sc, -1, *k))
-			return bad(s, l, "key \"%s\" given twice", *k);
-	if ((iid = json_find(sc, -1, "custom_id")) < 0)
-		iid = json_find(sc, -1, "id");
-	if (iid < 0)
-		return bad(s, l, "no \"id\" or \"custom_id\"");
-	if ((id = json_sval(sc, iid)) == NULL)
-		return bad(s, l, "expected a string for \"%s\"", sc->span[iid].key);
-	if ((why = id_check(id, sc->span[iid].slen)) != NULL)
-		return bad(s, l, "%s: \"%.80s\"", why, id);
-	if ((ib = json_find(sc, -1, "body")) < 0)
-		ib = json_find(sc, -1, "params");
-	if (ib < 0)
-		return bad(s, l, "no \"body\" or \"params\" for id \"%s\"", id);
-	if (s->p->line_format != PROVIDER_LINE_ANTHROPIC &&
-	    strcmp(sc->span[ib].key, "params") == 0)
-		return bad(s, l, "\"params\" is an Anthropic request, for id "
-		    "\"%s\"; send it with -p anthropic", id);
-	if (sc->span[ib].type != JT_MAP)
-		return bad(s, l, "\"%s\" is not an object for id \"%s\"",
-		    sc->span[ib].key, id);
-	if ((im = json_find(sc, -1, "method")) >= 0 &&
-	    ((method = json_sval(sc, im)) == NULL || strcmp(method, "POST") != 0))
-		return bad(s, l, "method is not \"POST\" for id \"%s\"", id);
-	if ((iu = json_find(sc, -1, "url")) < 0)
-		iu = json_find(sc, -1, "endpoint");
-	ep = iu >= 0 ? json_sval(sc, iu) : s->p->endpoint;
-	it_defep = iu >= 0 ? NULL : ep;
-	if (ep == NULL || ep[0] != '/' || strpbrk(ep, "?#") != NULL)
-		return bad(s, l, "\"%s\" is not a path such as "
-		    "/v1/chat/completions for id \"%s\"", sc->span[iu].key, id);
-	if (json_dupkey(sc, ib, "model"))
-		return bad(s, l, "key \"model\" given twice in \"%s\"",
-		    sc->span[ib].key);
-	if ((im = json_find(sc, ib, "model")) < 0 ||
-	    (model_name = json_sval(sc, im)) == NULL || *model_name == '\0')
-		return bad(s, l, "no model string in \"%s\" for id \"%s\"",
-		    sc->span[ib].key, id);
-	/* Anthropic refuses a request without them (PROVIDERS.md §2.2). */
-	if (s->p->line_format == PROVIDER_LINE_ANTHROPIC &&
-	    (json_find(sc, ib, "max_tokens") < 0 ||
-	    json_find(sc, ib, "messages") < 0))
-		return bad(s, l, "no \"%s\" in \"%s\" for id \"%s\" (anthropic "
-		    "requires it)", json_find(sc, ib, "max_tokens") < 0 ?
-		    "max_tokens" : "messages", sc->span[ib].key, id);
+	id = item.id;
+	ep = item.endpoint != NULL ? item.endpoint : s->p->endpoint;
 	/* One result per id: a second item with it would get a second one. */
-	idmap_put(&s->ids, id, sc->span[iid].slen, &isnew);
+	idmap_put(&s->ids, id, item.idlen, &isnew);
 	if (!isnew)
 		return bad(s, l, "duplicate id \"%s\"; only its first item is "
 		    "sent", id);
 
 	it = xcalloc(1, sizeof(*it));
 	it->id = xstrdup(id);
-	it->boff = sc->span[ib].off;
-	it->blen = sc->span[ib].len;
+	it->boff = sc->span[item.ibody].off;
+	it->blen = sc->span[item.ibody].len;
 	it->url = url(s, ep);
-	it->defep = it_defep;
-	it->m = model(s, model_name);
+	it->defep = item.endpoint != NULL ? NULL : ep;
+	it->m = model(s, item.model);
 	/* As qb-pack estimates: characters of the body's strings / 4. */
 	it->tokens = (json_string_chars(l->p + it->boff, it->blen) + 3) / 4;
 	it->line = l->p;		/* taken over */

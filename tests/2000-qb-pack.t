@@ -253,7 +253,7 @@ printf '%s\n' '{"id":"p1","params":{"model":"m1","max_tokens":4,"messages":[]}}'
     '{"id":"p2","outcome":"retry","status":"missing","body":{"model":"m1","max_tokens":4,"messages":[]}}' \
     '{"id":"p3","outcome":"done","body":{"model":"m1","max_tokens":4,"messages":[]}}' >"$T/pr.jsonl"
 pack "$T/dp" "$T/pr.jsonl"
-is "$rc:$(cat "$T/err")" "1:qb-pack: $T/pr.jsonl:1: \"params\" is an Anthropic request, for id \"p1\"; pack it with -p anthropic" \
+is "$rc:$(cat "$T/err")" "1:qb-pack: $T/pr.jsonl:1: \"params\" is an Anthropic request, for id \"p1\"; use -p anthropic" \
     "params under openai: refused, saying to use -p anthropic"
 is "$(jqr '[.requests, .retries] | @tsv' "$T/out")" "$(printf '2\t1')" "retries: the requests packed from retry outcomes"
 pack "$T/dp" -p anthropic "$T/pr.jsonl"
