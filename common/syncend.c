@@ -155,6 +155,11 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 				*w = ' ';
 		r.emsg = page;
 	}
+	if (answered)
+		qb_note(2, "POST %s -> %ld (%.3f s)%s%s", it->url, it->status,
+		    now - it->started, it->rid[0] != '\0' ? " " : "", it->rid);
+	else
+		qb_note(2, "POST %s -> %s", it->url, curl_easy_strerror(cc));
 	if (it->rid[0] != '\0')
 		r.request_id = it->rid;
 	if (!answered || unknown)

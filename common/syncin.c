@@ -277,15 +277,18 @@ model(struct sync *s, const char *name)
 	return m;
 }
 
-/* The URL of endpoint: a base URL with its version path (…/v1) takes
- * "/v1/chat/completions" as "/chat/completions". */
+/*
+ * The URL of endpoint. An OpenAI-style base URL holds the API version
+ * (…/v1, PROVIDERS.md §1), as the batch paths assume ("/batches"), so
+ * "/v1/chat/completions" is "/chat/completions" under it; Anthropic's
+ * base holds none and its paths carry /v1 (§2).
+ */
 static char *
 url(const struct sync *s, const char *endpoint)
 {
 	struct buf b = BUF_INIT;
-	size_t n = strlen(s->h.base);
 
-	if (n >= 3 && strcmp(s->h.base + n - 3, "/v1") == 0 &&
+	if (s->p->line_format != PROVIDER_LINE_ANTHROPIC &&
 	    strncmp(endpoint, "/v1/", 4) == 0)
 		endpoint += 3;
 	buf_printf(&b, "%s%s%s", s->h.base, endpoint, s->query);

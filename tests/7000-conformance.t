@@ -13,7 +13,7 @@
 
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is absent"
 prism_install
-plan 61
+plan 64
 
 # todo_ok RC DESC REASON: a TAP TODO test (a known mismatch, reported).
 todo_ok() {
@@ -166,6 +166,12 @@ has reap "POST /batches/string/cancel"
 ok $? "qb-reap asked to cancel the batch"
 is "$(cat reap.rc) $(jqr -s 'map(has("cancel_requested_at"))|all' reap.out)" "0 true" \
     "qb-reap took Prism's answers as cancels"
+
+# qb-submit --sync: each item POSTed to its own endpoint
+qbrun sync qb-submit --sync -vv items.jsonl
+conform sync "qb-submit --sync"
+has sync "POST /chat/completions" && has sync "POST /embeddings"
+ok $? "qb-submit --sync called the chat and embeddings endpoints"
 
 kill "$PRISM_PID" 2>/dev/null
 wait "$PRISM_PID" 2>/dev/null

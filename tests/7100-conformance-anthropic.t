@@ -16,7 +16,7 @@ PRISM_API=anthropic
 command -v python3 >/dev/null 2>&1 || skip_all "python3 is absent"
 command -v jq >/dev/null 2>&1 || skip_all "jq is absent"
 prism_install
-plan 74
+plan 77
 
 # todo_ok RC DESC REASON: a TAP TODO test (a known mismatch, reported).
 todo_ok() {
@@ -180,6 +180,12 @@ has reap "POST /v1/messages/batches/msgbatch_013Zva2CMHLNnXjNJJKqJ2EF/cancel"
 ok $? "qb-reap asked to cancel the batch"
 is "$(cat reap.rc) $(jqr -s 'map(has("cancel_requested_at"))|all' reap.out)" "0 true" \
     "qb-reap took Prism's answers as cancels"
+
+# qb-submit --sync -p anthropic: each item POSTed to /v1/messages
+qbrun sync qb-submit --sync -p anthropic -vv items.jsonl
+conform sync "qb-submit --sync"
+has sync "POST /v1/messages"
+ok $? "qb-submit --sync called /v1/messages"
 
 # A record qb-pack accepts must make a create the spec accepts. The spec
 # requires model, messages and max_tokens in every params
