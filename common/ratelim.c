@@ -16,8 +16,10 @@
 #define MINUTE		60.0	/* s: the window of rpm and tpm */
 #define CUTGAP		2.0	/* s: at most one halving in this time */
 #define LATSEEN		8	/* RL_OK answers before latency counts */
-#define LATRISE		3.0	/* this times the smallest latency is slow */
-#define LATFLOOR	0.1	/* s: smallest latency that counts as such */
+#define LATRISE		3.0	/* this times the baseline is slow */
+#define LATFLOOR	0.1	/* s: smallest baseline that counts as such */
+#define LATALPHA	0.1	/* weight of the newest latency in the average */
+#define LATDRIFT	0.02	/* how fast the baseline follows a rise */
 #define RINGMIN		16	/* admissions: smallest ring allocated */
 
 struct adm {
@@ -32,7 +34,8 @@ struct ratelim {
 	double		 win;		/* window: floor(win) may be in flight */
 	double		 lastcut;	/* s: when win was last halved */
 	double		 pause;		/* s: nothing admitted before this */
-	double		 minlat;	/* s: smallest RL_OK latency */
+	double		 avglat;	/* s: average RL_OK latency */
+	double		 baselat;	/* s: what avglat is when unhindered */
 	long		 nlat;		/* RL_OK answers seen */
 	struct adm	*q;		/* owned ring of size slots */
 	size_t		 head, n, size;	/* size is 0 or a power of 2 */
@@ -190,16 +193,18 @@ rl_done(struct ratelim *rl, enum rl_end how, double latency, double now)
 	if (rl->inflight > 0)
 		rl->inflight--;
 	if (how == RL_OK && latency >= 0) {
-		/*
-		 * The smallest latency is how fast the model answers when
-		 * nothing holds it back; three times that, once it is known
-		 * from enough answers, is the provider queueing us.
-		 */
-		if (rl->nlat >= LATSEEN && latency > LATRISE *
-		    (rl->minlat > LATFLOOR ? rl->minlat : LATFLOOR))
-			how = RL_LIMITED;
-		else if (rl->nlat++ == 0 || latency < rl->minlat)
-			rl->minlat = latency;
+		rl->avglat = rl->nlat == 0 ? latency :
+		    rl->avglat + LATALPHA * (latency - rl->avglat);
+		if (++rl->nlat == LATSEEN)
+			rl->baselat = rl->avglat;
+		else if (rl->nlat > LATSEEN) {
+			/* Everyone slower at once: the provider queues us. */
+			if (rl->avglat > LATRISE * (rl->baselat > LATFLOOR ?
+			    rl->baselat : LATFLOOR))
+				how = RL_LIMITED;
+			rl->baselat += (rl->avglat < rl->baselat ? 1 : LATDRIFT) *
+			    (rl->avglat - rl->baselat);
+		}
 	}
 	switch (how) {
 	case RL_OK:

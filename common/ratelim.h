@@ -52,11 +52,16 @@ enum rl_end {
  * A request ended after latency seconds: in flight - 1; the window grows
  * by 1/window on RL_OK (additive increase, about +1 per window of
  * successes) and halves on RL_LIMITED (at most once per 2 seconds, so a
- * burst of 429s from one overload halves it once); an RL_OK latency over
- * 3 times the smallest RL_OK latency seen so far (at least 0.1 s, and
- * with at least 8 RL_OK answers seen before this one) counts as
- * RL_LIMITED too (rising latency is hidden throttling). A latency < 0
- * means "do not judge it": neither seen nor compared.
+ * burst of 429s from one overload halves it once). Rising latency is
+ * hidden throttling: the latencies of RL_OK answers are averaged
+ * (exponentially, weight 0.1 to the newest), and once 8 are seen an
+ * average over 3 times the baseline (at least 0.1 s) counts as
+ * RL_LIMITED too. The baseline is the average after 8 answers; it follows
+ * the average down at once and up slowly (2% of the gap an answer), so
+ * that one long answer among short ones, or a steady move to longer
+ * answers, is not taken for throttling, while everyone's answers slowing
+ * at once is. A latency < 0 means "do not judge it" (pass it for answers
+ * that are not 2xx: a fast refusal says nothing of the model's speed).
  */
 void rl_done(struct ratelim *rl, enum rl_end how, double latency, double now);
 /*

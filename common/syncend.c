@@ -168,7 +168,9 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 		how = RL_LIMITED;
 	else
 		how = it->status >= 500 ? RL_FAILED : RL_OK;
-	rl_done(m->rl, how, how == RL_OK ? now - it->started : -1, now);
+	/* Only a 2xx tells how fast the model answers (ratelim.h). */
+	rl_done(m->rl, how, how == RL_OK && it->status >= 200 &&
+	    it->status <= 299 ? now - it->started : -1, now);
 
 	if (answered && !unknown && r.status == RESULT_SUCCEEDED) {
 		settle(s, it, &r, NULL);

@@ -133,6 +133,18 @@ grown(double w)
 	return w + 1 / w;
 }
 
+/* n answers of latency lat at times t, t+1, ...: RL_OK. */
+static void
+answers(struct ratelim *rl, int n, double lat, double t)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		rl_take(rl, 0, t + i);
+		rl_done(rl, RL_OK, lat, t + i);
+	}
+}
+
 static void
 latency(void)
 {
@@ -141,71 +153,56 @@ latency(void)
 	int i;
 
 	rl = rl_new(8, 0, 0);
-	for (i = 0; i < 7; i++) {
-		rl_take(rl, 0, i);
-		rl_done(rl, RL_OK, 0.5, i);
-	}
-	rl_take(rl, 0, 10);
-	rl_done(rl, RL_OK, 10, 10);
-	TAP_OK(rl_window(rl) > 5, "latency: 20x after 7 answers is an RL_OK");
+	answers(rl, 7, 0.5, 0);
+	answers(rl, 1, 30, 10);
+	TAP_OK(rl_window(rl) > 5, "latency: judged only after 8 answers");
 	rl_free(rl);
 
-	rl = rl_new(16, 0, 0);
-	for (i = 0; i < 8; i++) {
-		rl_take(rl, 0, i);
-		rl_done(rl, RL_OK, 0.5 + i / 10.0, i);
-	}
+	/* 8 answers of 0.5 s: baseline 0.5; one long answer is no sign. */
+	rl = rl_new(64, 0, 0);
+	answers(rl, 8, 0.5, 0);
 	w = rl_window(rl);
-	TAP_OK(w > 5.5 && w < 6,
-	    "latency: 8 answers of 0.5-1.2 s grow the window");
-	rl_take(rl, 0, 10);
-	rl_done(rl, RL_OK, 1.5, 10);
+	answers(rl, 1, 10, 10);
 	TAP_OK(rl_window(rl) == grown(w),
-	    "latency: 3x the smallest is still an RL_OK");
+	    "latency: one 10 s answer among 0.5 s ones is not throttling");
+	/* Everyone slower (a provider queueing us, case 19): cut, once per 2 s. */
 	w = rl_window(rl);
-	rl_take(rl, 0, 10);
-	rl_done(rl, RL_OK, 1.51, 10);
-	TAP_OK(rl_window(rl) == w / 2,
-	    "latency: over 3x after 8 answers halves the window");
-	rl_take(rl, 0, 11);
-	rl_done(rl, RL_OK, 2, 11);
-	TAP_OK(rl_window(rl) == w / 2,
-	    "latency: and counts as a 429, once per 2 s");
-	rl_take(rl, 0, 12);
-	rl_done(rl, RL_OK, 1, 12);
-	TAP_OK(rl_window(rl) == grown(w / 2),
-	    "latency: the slow ones did not raise the smallest");
+	for (i = 0; i < 20 && rl_window(rl) >= w; i++)
+		answers(rl, 1, 4, 20 + i * 0.01);
+	TAP_OK(i <= 8 && rl_window(rl) < w,
+	    "latency: answers 8x slower for all cut the window within 8 answers");
+	w = rl_window(rl);
+	answers(rl, 1, 4, 21);
+	TAP_OK(rl_window(rl) == w, "latency: not again within 2 s");
+	answers(rl, 1, 4, 23);
+	TAP_OK(rl_window(rl) == w / 2, "latency: again after 2 s while still slow");
 	rl_free(rl);
 
+	/* A steady mix of short and long answers is not throttling. */
+	rl = rl_new(64, 0, 0);
+	for (i = 0, w = 4; i < 200; i++, w = grown(w))
+		answers(rl, 1, i % 2 ? 8 : 0.5, i);
+	TAP_OK(rl_window(rl) == w, "latency: a steady mix of 0.5 s and 8 s answers only grows the window");
+	rl_free(rl);
+
+	/* A move to longer answers: cut at first, then the baseline follows. */
+	rl = rl_new(64, 0, 0);
+	answers(rl, 50, 0.5, 0);
+	w = rl_window(rl);
+	answers(rl, 200, 15, 100);
+	TAP_OK(rl_window(rl) > 10, "latency: the baseline follows a lasting move to 15 s answers");
+	rl_free(rl);
+
+	/* Fast answers: the 0.1 s floor. Not judged: < 0. */
 	rl = rl_new(16, 0, 0);
-	for (i = 0; i < 8; i++) {
-		rl_take(rl, 0, i);
-		rl_done(rl, RL_OK, 0.001, i);
-	}
+	answers(rl, 8, 0.001, 0);
 	w = rl_window(rl);
-	rl_take(rl, 0, 10);
-	rl_done(rl, RL_OK, 0.3, 10);
-	TAP_OK(rl_window(rl) == grown(w),
-	    "latency: 0.3 s after 1 ms answers is fine (0.1 s floor)");
+	answers(rl, 1, 2.5, 10);
+	TAP_OK(rl_window(rl) == grown(w), "latency: 1 ms answers then 2.5 s: under the 0.1 s floor's 0.3 s average");
 	w = rl_window(rl);
-	rl_take(rl, 0, 10);
-	rl_done(rl, RL_OK, 0.31, 10);
-	TAP_OK(rl_window(rl) == w / 2, "latency: 0.31 s is not");
-	rl_take(rl, 0, 20);
-	rl_done(rl, RL_FAILED, 30, 20);
-	rl_take(rl, 0, 20);
-	rl_done(rl, RL_LIMITED, 0.001, 20);
-	rl_take(rl, 0, 20);
-	rl_done(rl, RL_OK, 0.25, 20);
-	TAP_OK(rl_window(rl) == grown(w / 4),
-	    "latency: only RL_OK answers set the smallest");
-	w = rl_window(rl);
-	rl_take(rl, 0, 30);
-	rl_done(rl, RL_OK, -1, 30);
-	rl_take(rl, 0, 30);
-	rl_done(rl, RL_OK, 0.25, 30);
-	TAP_OK(rl_window(rl) == grown(grown(w)),
-	    "latency: < 0 is not judged");
+	answers(rl, 1, -1, 11);
+	answers(rl, 1, -1, 12);
+	TAP_OK(rl_window(rl) == grown(grown(w)), "latency: < 0 is not judged");
 	rl_free(rl);
 }
 
