@@ -1,0 +1,549 @@
+/*
+ * submit.c: the batch path of qb-submit (submit.h): for each pack record,
+ * check the file still has the digest it was packed with, let the ledger
+ * decide whether it is new, was made by a create that went unrecorded
+ * (adopt the batch), or ran before (skip it, or submit a file made of
+ * retries again), hold it over the token budget, then upload it and
+ * create the batch, and append and print the job record. With a ledger,
+ * an intent line goes in before each create.
+ * SPDX-License-Identifier: ISC
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "budget.h"
+#include "exits.h"
+#include "http.h"
+#include "idmap.h"
+#include "job.h"
+#include "jout.h"
+#include "json.h"
+#include "jsonl.h"
+#include "ledger.h"
+#include "msg.h"
+#include "provider.h"
+#include "qtime.h"
+#include "rfc3339.h"
+#include "sha256.h"
+#include "submit.h"
+#include "xmem.h"
+
+/*
+ * Seconds after an unrecorded create during which its batch may still
+ * appear: a create the server took in late, after qb gave up on it.
+ */
+#define INFLIGHT	600
+
+static int
+ishex64(const char *s)
+{
+	size_t n;
+
+	for (n = 0; s[n] != '\0'; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n == 64;
+}
+
+/* The connection to p; a bad configuration exits 78 before it is made. */
+static struct http *
+conn(struct submit *r, const struct provider *p)
+{
+	provider_check(p, r->o->base, r->o->keyfile, 1);
+	return provider_conn(&r->conns, p);
+}
+
+/* provider find callback: batches the ledger holds are not adopted. */
+static int
+known(void *arg, const char *id)
+{
+	struct submit *r = arg;
+
+	return ledger_known(&r->led, id);
+}
+
+/* Check a pack record; returns the provider, or NULL after reporting. */
+static const struct provider *
+check(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
+{
+	static const char *const need[] = { "file", "sha256", "endpoint", NULL };
+	const struct provider *p;
+	const char *const *k;
+	const char *name, *rp;
+
+	for (k = need; *k != NULL; k++)
+		if (json_str(rec, *k) == NULL) {
+			qb_lwarn(rd->name, rd->lineno,
+			    "expected string for \"%s\"", *k);
+			return NULL;
+		}
+	if (!ishex64(json_str(rec, "sha256"))) {
+		qb_lwarn(rd->name, rd->lineno,
+		    "\"sha256\" is not 64 lowercase hex digits");
+		return NULL;
+	}
+	rp = json_str(rec, "provider");
+	name = r->o->prov != NULL ? r->o->prov : rp != NULL ? rp : "openai";
+	if (rp != NULL && strcmp(rp, name) != 0) {
+		qb_lwarn(rd->name, rd->lineno,
+		    "packed for provider %s, not %s (-p)", rp, name);
+		return NULL;
+	}
+	if ((p = provider_find(name)) == NULL || p->submit == NULL) {
+		qb_lwarn(rd->name, rd->lineno, "%s provider \"%s\"",
+		    p == NULL ? "unknown" : "cannot submit to", name);
+		return NULL;
+	}
+	return p;
+}
+
+/* Print (and first ledger) the job record for batch; 0 or an exit status. */
+static int
+record(struct submit *r, yajl_val rec, const struct provider *p,
+    const struct provider_job *pj, const char *sha)
+{
+	static const char *const none[] = { NULL };
+	struct job_set s;
+	const unsigned char *line;
+	size_t len;
+	int rc = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.provider = p->name;
+	s.pj = pj;
+	s.ended = pj->ended;
+	s.results = none;
+	job_emit(r->g, rec, &s);
+	yajl_gen_get_buf(r->g, &line, &len);
+	if (r->useled && (rc = ledger_append(&r->led, sha, pj->id,
+	    (const char *)line, len)) != 0)
+		qb_warn("batch %s was created but is not in ledger %s: keep "
+		    "the job record printed on standard output, or run again "
+		    "with this ledger to adopt the batch", pj->id, r->led.path);
+	/* Printed even when the ledger failed: it must not be lost. */
+	if (jout_line(r->g, stdout) != 0 || fflush(stdout) != 0)
+		qb_diesys(QB_EX_IOERR, "write error on standard output");
+	return rc;
+}
+
+/*
+ * The ledger holds an intent for sha, made at "at", and no job after it:
+ * a create whose outcome went unrecorded. Look for a batch the provider
+ * made for the file since an hour before, and adopt it. Returns 1 when
+ * the record is dealt with (adopted, or stopped), 0 to submit it.
+ */
+static int
+adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
+    const struct provider *p, const char *sha, const char *at)
+{
+	struct provider_job pj;
+	struct http *h;
+	yajl_val batch;
+	const char *file = json_str(rec, "file");
+	char err[256];
+	long long t;
+	int rc, isnew;
+
+	if (p->find == NULL)
+		return 0;
+	if (rfc3339_parse(at, &t) != 0)
+		t = 0;			/* unknown: look through them all */
+	h = conn(r, p);
+	if ((rc = p->find(h, sha, t - 3600, known, r, &batch)) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: cannot look "
+		    "for the batch of an unrecorded submit (%s): %s", file, at,
+		    h->err);
+		r->stop = rc;
+		r->nnot++;
+		return 1;
+	}
+	if (batch == NULL && t > 0 && time(NULL) - t < INFLIGHT) {
+		/* A create the server got late may not be listed yet. */
+		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: no batch yet "
+		    "from the unrecorded submit of %s, which may still be made; "
+		    "run again after %d minutes from then", file, at,
+		    INFLIGHT / 60);
+		r->ninflight++;
+		r->nnot++;
+		return 1;
+	}
+	if (batch == NULL) {
+		qb_note(1, "%s: no batch from the unrecorded submit of %s",
+		    file, at);
+		return 0;
+	}
+	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: not adopted: %s", file, err);
+		r->stop = QB_EX_PROTOCOL;
+		r->nnot++;
+	} else {
+		qb_lwarn(rd->name, rd->lineno, "%s: adopted batch %s (%s), made "
+		    "by a submit of %s that was not recorded", file, pj.id,
+		    pj.status, at);
+		idmap_put(&r->done, sha, 64, &isnew);
+		r->nadopt++;
+		if ((rc = record(r, rec, p, &pj, sha)) != 0)
+			r->stop = rc;
+	}
+	yajl_tree_free(batch);
+	return 1;
+}
+
+/*
+ * The ledger's newest batch for the file is bid. Returns 1 to skip the
+ * file (or when submitting stopped), 0 to submit it again. Only a file
+ * made of retry outcomes alone ("retries" == "requests" in the pack
+ * record: qb-reconcile judged none of its requests done) is submitted
+ * again, and only when its batch ended with no request completed
+ * (whatever the provider calls that), or qb-reap ended it because its
+ * results are gone; a file packed again from retries is byte for byte
+ * the one that ran. Running the original pack records again never pays
+ * twice: their items come back from qb-reconcile as retries.
+ */
+static int
+again(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
+    yajl_val rec, const char *file, const char *sha, const char *bid)
+{
+	struct provider_job pj;
+	struct http *h;
+	yajl_val batch;
+	long long req = -1, ret = -1;
+	char err[256];
+	int rc, skip = 1, retries;
+
+	json_int(rec, "requests", &req);
+	json_int(rec, "retries", &ret);
+	retries = req > 0 && ret == req;
+	if (retries && ledger_reaped(&r->led, sha)) {
+		qb_note(1, "%s: batch %s was reaped, its results gone; its "
+		    "retries are submitted again", file, bid);
+		return 0;
+	}
+	if (*bid == '\0' || p->get == NULL) {
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted; "
+		    "skipped", file);
+		r->nskip++;
+		return 1;
+	}
+	h = conn(r, p);
+	if ((rc = p->get(h, bid, &batch)) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted as %s, "
+		    "which cannot be checked: %s%s", file, bid, h->err,
+		    rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR ?
+		    "; skipped" : "");
+		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
+			r->nrej++;	/* 404: never submitted blindly */
+		else {
+			r->stop = rc;
+			r->nnot++;
+		}
+		return 1;
+	}
+	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: batch %s: %s", file, bid,
+		    err);
+		r->stop = QB_EX_PROTOCOL;
+		r->nnot++;
+		yajl_tree_free(batch);
+		return 1;
+	}
+	/*
+	 * Unknown counts count as "ran" (never pay twice), unless the batch
+	 * failed as a whole and said why. Only completed requests count:
+	 * expired requests are counted as failed by some hosts (§1.9).
+	 */
+	if (retries && pj.ended && (pj.has_counts ? pj.completed == 0 :
+	    pj.errors != NULL)) {
+		skip = 0;
+		qb_note(1, "%s: batch %s ended%s%s with nothing run; its "
+		    "retries are submitted again", file, bid,
+		    strcmp(pj.status, "ended") == 0 ? "" : " ",
+		    strcmp(pj.status, "ended") == 0 ? "" : pj.status);
+		/* The provider keeps its input file: no new upload. */
+		free(r->reuse);
+		r->reuse = pj.input_file_id != NULL ?
+		    xstrdup(pj.input_file_id) : NULL;
+	} else if (pj.ended && !retries)
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted as %s "
+		    "(%s); skipped: qb-reconcile gives its requests their "
+		    "outcomes, and its retries, packed again, are submitted",
+		    file, bid, pj.status);
+	else
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted as %s "
+		    "(%s); skipped", file, bid, pj.status);
+	r->nskip += skip;
+	yajl_tree_free(batch);
+	return skip;
+}
+
+/* Say how the batch of a create whose outcome is unknown can be found. */
+static void
+lost(struct submit *r, const struct provider *p, const char *file,
+    const char *sha)
+{
+	char how[160], now[32];
+
+	provider_time(time(NULL), now, sizeof(now));
+	/* OpenAI-style batches (openai, azure) carry the digest in metadata. */
+	if (p->line_format == PROVIDER_LINE_OPENAI)
+		snprintf(how, sizeof(how), "metadata qb_sha256 %s", sha);
+	else
+		snprintf(how, sizeof(how), "%s batches made since about %s",
+		    p->name, now);
+	if (r->useled)
+		qb_warn("%s: the batch may exist: a run with ledger %s looks "
+		    "for it (%s) before submitting again", file, r->led.path, how);
+	else
+		qb_warn("%s: the batch may exist (%s): look for it before "
+		    "submitting again", file, how);
+}
+
+/*
+ * Whether a file of tokens fits model's budget now, waiting for room up
+ * to the --wait-budget deadline. Returns 1 to submit, 0 when held.
+ */
+static int
+room(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
+    const char *file, const char *model, long long tokens)
+{
+	long long enq, budget = r->o->budget;
+	double nap = 1;
+
+	if (tokens > budget) {
+		qb_lwarn(rd->name, rd->lineno, "%s: %lld tokens for %s pass the "
+		    "budget %lld on their own; submitted anyway", file, tokens,
+		    model, budget);
+		return 1;
+	}
+	while ((enq = budget_enqueued(&r->bud, p, conn(r, p), model)) + tokens >
+	    budget) {
+		if (qtime_mono() + nap > r->deadline) {
+			qb_lwarn(rd->name, rd->lineno, "%s: held: %lld tokens for "
+			    "%s would pass the budget %lld (%lld enqueued)", file,
+			    tokens, model, budget, enq);
+			r->nheld++;
+			return 0;
+		}
+		qb_note(1, "%s: waiting %g s for room for %lld tokens for %s "
+		    "(%lld enqueued)", file, nap, tokens, model, enq);
+		qtime_sleep(nap);
+		nap = nap * 2 > 30 ? 30 : nap * 2;
+		r->bud.round++;
+	}
+	return 1;
+}
+
+static void
+submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
+{
+	struct provider_submit ps;
+	struct provider_job pj;
+	const struct provider *p;
+	struct http *h;
+	yajl_val batch;
+	const char *file, *sha, *bid, *at, *model;
+	char hex[65], err[256];
+	long long tokens = -1;
+	int rc, unknown, isnew;
+
+	free(r->reuse);		/* only ever for the file again() saw */
+	r->reuse = NULL;
+	if ((p = check(r, rd, rec)) == NULL) {
+		if (r->o->strict)
+			qb_die(QB_EX_DATAERR, "stopped at the first bad record "
+			    "(--strict)");
+		r->nrej++;
+		return;
+	}
+	file = json_str(rec, "file");
+	sha = json_str(rec, "sha256");
+	if (idmap_get(&r->done, sha, 64) != (size_t)-1) {
+		qb_lwarn(rd->name, rd->lineno, "%s: already submitted in this "
+		    "run; skipped", file);
+		r->nrep++;
+		return;
+	}
+	if (r->useled) {
+		/* Re-read: qb-poll -i or qb-reap -i may have rewritten it. */
+		if ((rc = ledger_refresh(&r->led)) != 0) {
+			r->stop = rc;
+			r->nnot++;
+			return;
+		}
+		if ((at = ledger_intent(&r->led, sha)) != NULL) {
+			if (adopt(r, rd, rec, p, sha, at))
+				return;
+		} else if ((bid = ledger_sha(&r->led, sha)) != NULL &&
+		    again(r, rd, p, rec, file, sha, bid))
+			return;
+	}
+	if (sha256_file(file, hex) == -1) {
+		qb_lwarn(rd->name, rd->lineno, "%s: %s", file, strerror(errno));
+		r->nrej++;
+		return;
+	}
+	if (strcmp(hex, sha) != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: file changed since it was "
+		    "packed (sha256 %.12s..., record says %.12s...)", file, hex, sha);
+		r->nrej++;
+		return;
+	}
+	model = json_str(rec, "model");
+	if (json_int(rec, "tokens", &tokens) != 0)
+		tokens = -1;
+	if (r->o->budget > 0 && tokens >= 0 && model != NULL &&
+	    !room(r, rd, p, file, model, tokens))
+		return;
+	h = conn(r, p);
+	/* Recorded before the create, so that its batch can be found. */
+	if (r->useled && (rc = ledger_intend(&r->led, sha, file,
+	    p->name)) != 0) {
+		r->stop = rc;
+		r->nnot++;
+		return;
+	}
+	memset(&ps, 0, sizeof(ps));
+	ps.path = file;
+	ps.sha256 = sha;
+	ps.endpoint = json_str(rec, "endpoint");
+	ps.model = json_str(rec, "model");
+	ps.input_file_id = r->reuse;
+	rc = p->submit(h, &ps, &batch, &unknown);
+	free(r->reuse);
+	r->reuse = NULL;
+	if (rc != 0) {
+		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: %s", file,
+		    h->err);
+		if (unknown)
+			lost(r, p, file, sha);
+		/* Nothing was made: a later run need not look for it. */
+		else if (r->useled && ledger_withdraw(&r->led, sha) != 0)
+			r->stop = QB_EX_IOERR;
+		if (!unknown &&
+		    (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)) {
+			r->refused = 1;
+			r->nrej++;
+		} else {
+			r->stop = rc;
+			r->nnot++;
+		}
+		return;
+	}
+	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+		/* Made, but we cannot say what: stop before making more. */
+		qb_lwarn(rd->name, rd->lineno, "%s: submitted, but %s",
+		    file, err);
+		r->stop = QB_EX_PROTOCOL;
+		r->nnot++;
+		yajl_tree_free(batch);
+		return;
+	}
+	qb_note(1, "%s: %s %s", file, pj.id, pj.status);
+	idmap_put(&r->done, sha, 64, &isnew);
+	r->nsub++;
+	if (tokens >= 0 && model != NULL)
+		budget_add(&r->bud, pj.id, p->name, model, tokens, pj.ended);
+	if ((rc = record(r, rec, p, &pj, sha)) != 0)
+		r->stop = rc;
+	yajl_tree_free(batch);
+}
+
+static void
+summary(const struct submit *r)
+{
+	struct buf b = BUF_INIT;
+
+	buf_printf(&b, "%lu submitted", r->nsub);
+	if (r->nadopt > 0)
+		buf_printf(&b, ", %lu adopted", r->nadopt);
+	if (r->useled)
+		buf_printf(&b, ", %lu skipped (already in ledger)", r->nskip);
+	if (!r->useled || r->nrep > 0)
+		buf_printf(&b, ", %lu skipped (repeated in this run)", r->nrep);
+	buf_printf(&b, ", %lu rejected", r->nrej);
+	if (r->nheld > 0)
+		buf_printf(&b, ", %lu held (over the token budget; re-run "
+		    "later)", r->nheld);
+	if (r->nnot > 0)
+		buf_printf(&b, ", %lu not submitted (re-run with the same "
+		    "input%s)", r->nnot, r->useled ? " and ledger" : "");
+	qb_warn("%s", b.p);
+	buf_free(&b);
+}
+
+/* jsonl_each callback: one pack record. */
+static int
+take(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
+    yajl_val rec)
+{
+	struct submit *r = arg;
+	const char *file;
+
+	if (!r->stop) {
+		submit(r, rd, rec);
+		return 0;
+	}
+	file = json_str(rec, "file");
+	qb_lwarn(rd->name, rd->lineno, "%s: not submitted (stopped after an "
+	    "earlier failure)", file != NULL ? file : "record");
+	r->nnot++;
+	return 0;
+}
+
+void
+submit_init(struct submit *r, const struct submit_opts *o, const char *ledger)
+{
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->o = o;
+	r->conns.base = o->base;
+	r->conns.keyfile = o->keyfile;
+	r->g = jout_new();
+	idmap_init(&r->done);
+	budget_init(&r->bud);
+	r->deadline = qtime_mono() + o->wait;
+	if (ledger != NULL) {
+		/* Made, locked and read before anything is uploaded. */
+		ledger_init(&r->led, ledger);
+		r->useled = 1;
+		if (o->budget > 0) {
+			r->led.each = budget_note;
+			r->led.each_arg = &r->bud;
+		}
+		if ((rc = ledger_start(&r->led, "submit", 1)) != 0 ||
+		    (rc = ledger_refresh(&r->led)) != 0)
+			exit(rc);
+	}
+}
+
+int
+submit_file(struct submit *r, const char *path)
+{
+	return jsonl_each(path, r->o->strict, take, r, &r->nrej);
+}
+
+int
+submit_end(struct submit *r, int rc)
+{
+	summary(r);
+	free(r->reuse);
+	provider_conns_free(&r->conns);
+	if (r->useled)
+		ledger_free(&r->led);
+	idmap_free(&r->done);
+	budget_free(&r->bud);
+	yajl_gen_free(r->g);
+	if (r->stop)
+		return r->stop;
+	if (r->refused)
+		return QB_EX_UNAVAILABLE;
+	if (rc != QB_EX_OK)
+		return rc;
+	if (r->nheld > 0 || r->ninflight > 0)
+		return QB_EX_TEMPFAIL;
+	return r->nrej > 0 ? QB_EX_PARTIAL : QB_EX_OK;
+}
