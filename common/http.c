@@ -352,6 +352,14 @@ once(struct http *h, const struct req *q, const char *url, int bare,
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	/*
+	 * libcurl sends a request again, unasked, on a new connection when a
+	 * reused one dies before any answer, even after the whole request
+	 * went out; a create must never go twice, so it takes a connection
+	 * of its own, and a failure after sending stays an unknown outcome.
+	 */
+	if (q->create)
+		curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
 #if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");

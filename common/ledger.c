@@ -91,9 +91,10 @@ remember(struct ledger *l, const char *sha, const char *id, const char *at,
 		l->reaped[i] = 0;
 	}
 	/* The latest record for a file wins; a job settles an intent. */
-	if ((what == R_JOB || what == R_REAPED) && id != NULL && *id != '\0') {
+	if (what == R_JOB || what == R_REAPED) {
+		/* "": a job record without a batch id (made by hand). */
 		free(l->batch[i]);
-		l->batch[i] = xstrdup(id);
+		l->batch[i] = xstrdup(id != NULL ? id : "");
 		l->reaped[i] = what == R_REAPED;
 		free(l->intent[i]);
 		l->intent[i] = NULL;
@@ -209,9 +210,10 @@ ledger_sha(const struct ledger *l, const char *sha256)
 {
 	size_t i = idmap_get(&l->sha, sha256, strlen(sha256));
 
-	if (i == (size_t)-1 || (l->batch[i] == NULL && l->intent[i] != NULL))
+	/* An intent alone, or one withdrawn, is no job. */
+	if (i == (size_t)-1 || l->batch[i] == NULL)
 		return NULL;
-	return l->batch[i] != NULL ? l->batch[i] : "";
+	return l->batch[i];
 }
 
 const char *

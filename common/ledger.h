@@ -86,7 +86,8 @@ int ledger_start(struct ledger *l, const char *tool, int create);
  * reported (PATH:LINE) and ignored. Returns 0 or a QB_EX_* status.
  */
 int ledger_refresh(struct ledger *l);
-/* The batch_id recorded for sha256 ("" if none was recorded), or NULL. */
+/* The batch_id of the latest job for sha256 ("" for a job record without
+ * one), or NULL when no job holds it (none, or only an intent). */
 const char *ledger_sha(const struct ledger *l, const char *sha256);
 /* The "at" of sha256's intent if no job came after it, else NULL. */
 const char *ledger_intent(const struct ledger *l, const char *sha256);

@@ -4,7 +4,7 @@
 # run lock, intents and adoption of batches whose job was never recorded,
 # submitting again a file whose batch ran nothing, configuration errors.
 . "$(dirname "$0")/lib.sh"
-plan 136
+plan 141
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -159,6 +159,16 @@ like "$(cat "$T/err")" "0 submitted, 0 skipped (already in ledger), 0 rejected, 
 is "$(jobs led75.jsonl)" "" "no job ledgered"
 is "$(jqr '[.intent, .withdrawn] | @tsv' led75.jsonl)" "$(printf '%s\t\n%s\ttrue' "$(jqr .sha256 pack.jsonl | head -n 1)" "$(jqr .sha256 pack.jsonl | head -n 1)")" \
     "only the intent of the file tried, withdrawn: nothing was made"
+reset
+check_exit 0 "the next run, the provider well again" qb-submit -l led75.jsonl pack.jsonl
+is "$(jobs led75.jsonl | wc -l | tr -d ' '):$(stat_of .batches_created)" "2:2" "submits both files: a withdrawn intent is no job"
+# the create's connection dropped after the request went out: libcurl must
+# not send it again on a new connection (the upload's kept one is not used)
+reset
+script '{"on":"POST /v1/batches","close":true,"times":1}'
+check_exit 75 "a create whose connection dropped once sent" qb-submit -l ledc.jsonl one.jsonl
+is "$(stat_of '.requests["POST /v1/batches"]|keys|join(",")')" "closed" "sent once, never again"
+like "$(cat "$T/err")" "outcome unknown" "its outcome is unknown"
 reset
 script '{"on":"POST /v1/batches","status":503,"headers":{"x-should-retry":"false"}}'
 check_exit 75 "x-should-retry: false is obeyed" qb-submit one.jsonl
