@@ -62,9 +62,12 @@ item_check(struct json_scan *s, const char *line, size_t len,
 		return why(err, errlen, "no \"body\" or \"params\" for id \"%s\"",
 		    it->id);
 	key = s->span[it->ibody].key;
-	/* An Anthropic request (a retry of one, say) is not an OpenAI body. */
+	/*
+	 * An Anthropic request is not an OpenAI body, even beside one (a
+	 * retry outcome of an Anthropic batch carries both).
+	 */
 	if (p->line_format != PROVIDER_LINE_ANTHROPIC &&
-	    strcmp(key, "params") == 0)
+	    json_find(s, -1, "params") >= 0)
 		return why(err, errlen, "\"params\" is an Anthropic request, for "
 		    "id \"%s\"; use -p anthropic", it->id);
 	if (s->span[it->ibody].type != JT_MAP)

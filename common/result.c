@@ -122,6 +122,8 @@ errfields(struct result *r, const struct json_scan *s, int e)
 		r->eparam = v;
 }
 
+static void account_level(struct result *);
+
 /*
  * OpenAI, OpenAI-compatible and vLLM lines (PROVIDERS.md §1.8, §1.9, §3):
  * response.status_code decides first, so that an error-file line with
@@ -197,6 +199,9 @@ parse_openai(struct result_parser *p, struct result *r, char *err,
 		}
 	} else
 		return bad(err, errlen, "neither a response nor an error");
+	/* A quota, billing or permission error is the account's (case 16). */
+	if (r->status == RESULT_ERRORED)
+		account_level(r);
 	return 0;
 }
 

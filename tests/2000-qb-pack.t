@@ -3,7 +3,7 @@
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
-plan 107
+plan 108
 
 # pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
 pack() {
@@ -256,6 +256,10 @@ pack "$T/dp" "$T/pr.jsonl"
 is "$rc:$(cat "$T/err")" "1:qb-pack: $T/pr.jsonl:1: \"params\" is an Anthropic request, for id \"p1\"; use -p anthropic" \
     "params under openai: refused, saying to use -p anthropic"
 is "$(jqr '[.requests, .retries] | @tsv' "$T/out")" "$(printf '2\t1')" "retries: the requests packed from retry outcomes"
+printf '%s\n' '{"id":"q1","outcome":"retry","body":{"model":"m1","max_tokens":4,"messages":[]},"params":{"model":"m1","max_tokens":4,"messages":[]}}' >"$T/both.jsonl"
+pack "$T/dq" "$T/both.jsonl"
+is "$rc:$(cat "$T/err")" "1:qb-pack: $T/both.jsonl:1: \"params\" is an Anthropic request, for id \"q1\"; use -p anthropic" \
+    "an Anthropic retry outcome (body and params): refused without -p anthropic"
 pack "$T/dp" -p anthropic "$T/pr.jsonl"
 is "$rc:$(jqr '[.requests, .retries] | @tsv' "$T/out")" "$(printf '0:3\t1')" "-p anthropic takes all three"
 

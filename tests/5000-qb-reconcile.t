@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
-plan 147
+plan 148
 
 # rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
 rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
@@ -431,4 +431,10 @@ else
 		skip "../shared/fixtures is absent (a plain clone has no ../shared)"
 	done
 fi
+# OpenAI result lines that fail for the account (quota, billing): retry
+# marked account_error, exit 69, as Anthropic's (case 16)
+rec -r "$D/account.requests.jsonl" "$D/account.openai.jsonl"
+is "$rc:$(col '"\(.id)=\(.outcome)=\(.account_error)"')" "69:a1=retry=true a2=retry=true a3=dead=null " \
+    "OpenAI insufficient_quota in a response and in an error line: account errors, retried; a plain 400 dead"
+
 done_testing
