@@ -276,18 +276,25 @@ read_results(struct rec *rc, const char *path, uint32_t job)
 			rc->ioerr = rc->jobs[job - 1].unread = 1;
 			break;
 		}
-		if (ch == JSONL_BAD) {
-			reject(rc);
+		rv = ch == JSONL_BAD ? -1 : result_parse(&rc->rp, line, len,
+		    &res, err, sizeof(err));
+		if (rv == 0) {
+			take_result(rc, &r, &res, job);
 			continue;
 		}
-		rv = result_parse(&rc->rp, line, len, &res, err, sizeof(err));
-		if (rv == 0)
-			take_result(rc, &r, &res, job);
-		else {
+		if (ch != JSONL_BAD)
 			qb_lwarn(r.name, r.lineno, "%s", rv < 0 ? err :
 			    "not a result line");
-			reject(rc);
-		}
+		/*
+		 * A damaged results file may hide the result of any request
+		 * of the job: those without one stay pending, never retried
+		 * (they may have run, and been billed).
+		 */
+		if (!rc->jobs[job - 1].unread)
+			qb_lwarn(r.name, r.lineno, "job %s: its requests without "
+			    "a result stay pending", rc->jobs[job - 1].batch_id);
+		rc->jobs[job - 1].unread = rc->unread = 1;
+		reject(rc);
 	}
 	jsonl_close(&r);
 	return 0;

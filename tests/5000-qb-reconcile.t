@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
-plan 148
+plan 150
 
 # rec ARGS...: run qb-reconcile; stdout, stderr in $T/out, $T/err, status in $rc
 rec() { qb-reconcile "$@" >"$T/out" 2>"$T/err"; rc=$?; }
@@ -436,5 +436,14 @@ fi
 rec -r "$D/account.requests.jsonl" "$D/account.openai.jsonl"
 is "$rc:$(col '"\(.id)=\(.outcome)=\(.account_error)"')" "69:a1=retry=true a2=retry=true a3=dead=null " \
     "OpenAI insufficient_quota in a response and in an error line: account errors, retried; a plain 400 dead"
+
+# a damaged results file: what it holds counts, the rest stays pending
+# (never retried: those requests may have run)
+cp "$D/account.requests.jsonl" "$T/dmg.requests.jsonl"
+{ sed -n 1p "$D/account.openai.jsonl" | sed 's/"status_code":429/"status_code":200/'; echo '{"id":"batch_req_2","custom_id":"a2","resp'; } >"$T/dmg.output.jsonl"
+job "$T/dmg.job" --arg t "$T" '{provider:"openai",batch_id:"batch_dmg",file:"\($t)/dmg.requests.jsonl",status:"completed",ended:true,results:["\($t)/dmg.output.jsonl"]}'
+rec "$T/dmg.job"
+is "$rc:$(col '"\(.id)=\(.outcome)"')" "1:a1=done " "damaged results file: a1 done, a2 and a3 pending"
+like "$(cat "$T/err")" "job batch_dmg: its requests without a result stay pending" "says so"
 
 done_testing
