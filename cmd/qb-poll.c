@@ -151,7 +151,8 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 	struct afile a;
 	struct buf path = BUF_INIT;
 	char err[sizeof(h->err) + 64];
-	long st = 0;
+	struct stat st;
+	long status = 0;
 	int i, e, rc = 0;
 
 	*n = 0;
@@ -168,7 +169,21 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 			rc = QB_EX_IOERR;
 			break;
 		}
-		if ((e = p->fetch(h, pj->result[i].ref, a.fp)) != 0) {
+		if ((e = p->fetch(h, pj->result[i].ref, a.fp)) != 0 &&
+		    (h->status == 404 || h->status == 410) &&
+		    stat(path.p, &st) == 0 && S_ISREG(st.st_mode)) {
+			/*
+			 * Gone at the provider, but an earlier run has it
+			 * (files are only ever renamed into place whole).
+			 */
+			afile_abort(&a);
+			qb_note(1, "%s: %s file gone at the provider; %s, "
+			    "fetched before, is kept", id, pj->result[i].kind,
+			    path.p);
+			paths[(*n)++] = xstrdup(path.p);
+			continue;
+		}
+		if (e != 0) {
 			snprintf(err, sizeof(err), "%s file %s: %s",
 			    pj->result[i].kind, pj->result[i].ref, h->err);
 			qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, err);
@@ -176,7 +191,7 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 			if (rc == 0) {
 				snprintf(why, whylen, "%s", err);
 				rc = e;
-				st = h->status;
+				status = h->status;
 			}
 		} else if (afile_commit(&a, NULL) == -1) {
 			if (rc == 0)
@@ -190,7 +205,7 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 		}
 	}
 	buf_free(&path);
-	h->status = st;		/* the first failure's */
+	h->status = status;	/* the first failure's */
 	return rc;
 }
 

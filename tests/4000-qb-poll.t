@@ -4,7 +4,7 @@
 # -t as a deadline, Azure's status words and times, and -i on a ledger
 # (its run lock, intent lines).
 . "$(dirname "$0")/lib.sh"
-plan 95
+plan 98
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -70,6 +70,14 @@ is "$(jqr '[.status,.ended]|@tsv' done.jsonl)" "$(printf 'completed\ttrue')" "co
 is "$(jqr '.results|join(" ")' done.jsonl)" "$R/$B.output.jsonl" "results lists the output file, by absolute path"
 is "$(wc -l <"res/$B.output.jsonl" | tr -d ' ')" 2 "output file has both lines"
 is "$(jqr .custom_id "res/$B.output.jsonl" | sort | tr '\n' ' ')" "a1 a2 " "both ids in it"
+# the output file deleted at the provider after it was fetched (a run whose
+# ledger was not rewritten): the file already here is used, not lost
+OF=$(curl -s -H 'Authorization: Bearer sk-test' "$OPENAI_BASE_URL/batches/$B" | jqr .output_file_id)
+curl -s -X DELETE -H 'Authorization: Bearer sk-test' "$OPENAI_BASE_URL/files/$OF" >/dev/null
+check_exit 0 "its output file gone at the provider, polled again" qb-poll -v -d res p1.jsonl
+is "$(jqr '[.ended, (.results|join(" ")), has("error")]|@tsv' "$T/out")" "$(printf 'true\t%s\tfalse' "$R/$B.output.jsonl")" \
+    "ended with the file fetched before"
+like "$(cat "$T/err")" "output file gone at the provider; $R/$B.output.jsonl, fetched before, is kept" "-v says so"
 ok_if "no error file for an all-good batch" ! -e "res/$B.errors.jsonl"
 is "$(jqr '.counts|[.total,.completed,.failed]|@tsv' done.jsonl)" "$(printf '2\t2\t0')" "counts"
 ok_if "completed_at is RFC 3339" -n "$(jqr .completed_at done.jsonl | grep -E '^[0-9-]{10}T[0-9:]{8}Z$')"
