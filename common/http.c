@@ -165,22 +165,6 @@ scrub(struct http *h)
 	}
 }
 
-static void
-copyval(char *dst, size_t dstlen, const char *v, size_t n)
-{
-	while (n > 0 && (v[n - 1] == '\r' || v[n - 1] == '\n' ||
-	    v[n - 1] == ' ' || v[n - 1] == '\t'))
-		n--;
-	while (n > 0 && (*v == ' ' || *v == '\t')) {
-		v++;
-		n--;
-	}
-	if (n >= dstlen)
-		n = dstlen - 1;
-	memcpy(dst, v, n);
-	dst[n] = '\0';
-}
-
 static size_t
 on_header(char *p, size_t size, size_t nmemb, void *arg)
 {
@@ -203,17 +187,17 @@ on_header(char *p, size_t size, size_t nmemb, void *arg)
 	k = (size_t)(c - p);
 	c++;
 	if (k == 11 && strncasecmp(p, "retry-after", k) == 0)
-		copyval(r->retry_after, sizeof(r->retry_after), c, len - k - 1);
+		http_hval(r->retry_after, sizeof(r->retry_after), c, len - k - 1);
 	else if (k == 14 && strncasecmp(p, "retry-after-ms", k) == 0)
-		copyval(r->retry_after_ms, sizeof(r->retry_after_ms), c,
+		http_hval(r->retry_after_ms, sizeof(r->retry_after_ms), c,
 		    len - k - 1);
 	else if ((k == 12 && strncasecmp(p, "x-request-id", k) == 0) ||
 	    (k == 10 && strncasecmp(p, "request-id", k) == 0))	/* Anthropic's */
-		copyval(r->request_id, sizeof(r->request_id), c, len - k - 1);
+		http_hval(r->request_id, sizeof(r->request_id), c, len - k - 1);
 	else if (k == 14 && strncasecmp(p, "x-should-retry", k) == 0) {
 		char v[16];
 
-		copyval(v, sizeof(v), c, len - k - 1);
+		http_hval(v, sizeof(v), c, len - k - 1);
 		if (strcasecmp(v, "true") == 0)
 			r->should_retry = 1;
 		else if (strcasecmp(v, "false") == 0)
@@ -547,8 +531,8 @@ describe(struct http *h, const struct req *q, const struct http_resp *r,
 	scrub(h);
 }
 
-static double
-jitter(struct http *h, int attempt)
+double
+http_jitter(struct http *h, int attempt)
 {
 	double top = h->backoff * pow(2, attempt);
 
@@ -658,7 +642,7 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 			break;
 		}
 		if (delay <= 0)
-			delay = jitter(h, attempt);
+			delay = http_jitter(h, attempt);
 		if (h->deadline > 0 && qtime_mono() + delay >= h->deadline) {
 			snprintf(h->err + strlen(h->err),
 			    sizeof(h->err) - strlen(h->err),

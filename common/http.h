@@ -144,4 +144,16 @@ int http_exit(enum http_class c);
  */
 double http_retry_after(const char *ms, const char *ra, time_t now);
 
+/*
+ * The header value at v (n bytes), blanks and line ending trimmed, into
+ * dst (dstlen bytes, NUL-terminated, cut to fit). (httpclass.c)
+ */
+void http_hval(char *dst, size_t dstlen, const char *v, size_t n);
+/*
+ * Seconds to wait before retry attempt (0 first): full jitter, a random
+ * time up to h->backoff doubled per attempt, at most h->cap; h->rng is
+ * its state.
+ */
+double http_jitter(struct http *h, int attempt);
+
 #endif

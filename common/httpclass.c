@@ -142,3 +142,19 @@ http_retry_after(const char *ms, const char *ra, time_t now)
 		return -1;
 	return t <= now ? 0 : difftime(t, now);
 }
+
+void
+http_hval(char *dst, size_t dstlen, const char *v, size_t n)
+{
+	while (n > 0 && (v[n - 1] == '\r' || v[n - 1] == '\n' ||
+	    v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	while (n > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		n--;
+	}
+	if (n >= dstlen)
+		n = dstlen - 1;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}

@@ -167,10 +167,6 @@ setup(struct sync *s, const struct sync_opts *o)
 	s->unknown_left = o->unknown_retries;
 	idmap_init(&s->ids);
 	s->g = jout_new();
-	s->rng = (unsigned long long)time(NULL) * 2654435761ULL ^
-	    (unsigned long long)getpid() << 32;
-	if (s->rng == 0)
-		s->rng = 1;
 	s->tty = isatty(STDERR_FILENO);
 }
 

@@ -17,21 +17,6 @@
 #include "qtime.h"
 #include "syncint.h"
 
-/* Full jitter: a random time up to the base doubled per retry, capped. */
-static double
-jitter(struct sync *s, int attempt)
-{
-	double top = s->h.backoff * pow(2, attempt);
-
-	if (top > s->h.cap)
-		top = s->h.cap;
-	s->rng ^= s->rng >> 12;		/* xorshift64*, as http.c */
-	s->rng ^= s->rng << 25;
-	s->rng ^= s->rng >> 27;
-	return top * ((s->rng * 2685821657736338717ULL >> 11) /
-	    9007199254740992.0);
-}
-
 /* Print it's result and let it go; say, if not NULL, is reported. */
 static void
 settle(struct sync *s, struct sync_item *it, const struct result *r,
@@ -85,7 +70,7 @@ static const char *
 noretry(struct sync *s, struct sync_item *it, int unknown, double wait,
     double now, double *delay, char *buf, size_t n)
 {
-	*delay = wait >= 0 ? wait : jitter(s, it->tries - 1);
+	*delay = wait >= 0 ? wait : http_jitter(&s->h, it->tries - 1);
 	if (wait > SYNC_WAIT_MAX)
 		snprintf(buf, n, "the server asks to wait %.0f s, past the "
 		    "%.0f s qb waits", wait, SYNC_WAIT_MAX);

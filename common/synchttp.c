@@ -26,22 +26,6 @@
 #define TIMEOUT		600L	/* s per try unless QB_HTTP_TIMEOUT, as the SDKs */
 #define BODY_MAX	((size_t)64 << 20)	/* largest answer kept */
 
-/* Copy a header value, blanks trimmed, into dst (n bytes). */
-static void
-hval(char *dst, size_t n, const char *v, size_t len)
-{
-	while (len > 0 && strchr(" \t\r\n", v[len - 1]) != NULL)
-		len--;
-	while (len > 0 && (*v == ' ' || *v == '\t')) {
-		v++;
-		len--;
-	}
-	if (len >= n)
-		len = n - 1;
-	memcpy(dst, v, len);
-	dst[len] = '\0';
-}
-
 static size_t
 on_header(char *p, size_t size, size_t nmemb, void *arg)
 {
@@ -78,13 +62,13 @@ on_header(char *p, size_t size, size_t nmemb, void *arg)
 	len -= k + 1;
 #define IS(s) (k == sizeof(s) - 1 && strncasecmp(p, s, k) == 0)
 	if (IS("retry-after"))
-		hval(it->ra, sizeof(it->ra), c, len);
+		http_hval(it->ra, sizeof(it->ra), c, len);
 	else if (IS("retry-after-ms"))
-		hval(it->ra_ms, sizeof(it->ra_ms), c, len);
+		http_hval(it->ra_ms, sizeof(it->ra_ms), c, len);
 	else if (IS("x-request-id") || IS("request-id"))
-		hval(it->rid, sizeof(it->rid), c, len);
+		http_hval(it->rid, sizeof(it->rid), c, len);
 	else if (IS("x-should-retry")) {
-		hval(v, sizeof(v), c, len);
+		http_hval(v, sizeof(v), c, len);
 		it->should_retry = strcasecmp(v, "true") == 0 ? 1 :
 		    strcasecmp(v, "false") == 0 ? 0 : -1;
 	} else
@@ -92,10 +76,10 @@ on_header(char *p, size_t size, size_t nmemb, void *arg)
 			if (strlen(want[i].name) == k &&
 			    strncasecmp(p, want[i].name, k) == 0) {
 				if (want[i].slot < 2)
-					hval(it->reset[want[i].slot],
+					http_hval(it->reset[want[i].slot],
 					    sizeof(it->reset[0]), c, len);
 				else
-					hval(it->left[want[i].slot - 2],
+					http_hval(it->left[want[i].slot - 2],
 					    sizeof(it->left[0]), c, len);
 			}
 #undef IS

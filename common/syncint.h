@@ -119,7 +119,6 @@ struct sync {
 	struct result_parser rp;	/* of answers */
 	yajl_gen	 g;
 	struct sync_in	*in;		/* owned, unless its thread outlives the run */
-	unsigned long long rng;
 	double		 next_metrics, next_progress;
 	int		 tty;
 	/* Counters for the summary and the exit status. */
