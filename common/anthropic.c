@@ -17,7 +17,6 @@
 #include "xmem.h"
 
 #define BATCHES		"/v1/messages/batches"
-#define LIST_LIMIT	100		/* batches per list page (§2.5: 1..1000) */
 
 static const char prefix[] = "{\"requests\":[\n";
 static const char suffix[] = "\n]}";
@@ -294,67 +293,46 @@ an_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
  * submitted; if some were, they are named in h->err and the caller must
  * not submit blindly (QB_EX_UNAVAILABLE).
  */
+/* What an_find counts: batches of the time the ledger does not hold. */
+struct unclaimed {
+	int		(*known)(void *, const char *);
+	void		*arg;
+	struct buf	 ids;		/* the first five */
+	int		 n;
+};
+
+/* provider_walk visitor. */
+static int
+unclaimed(void *arg, yajl_val data, size_t i)
+{
+	struct unclaimed *u = arg;
+	const char *id = json_str(data->u.array.values[i], "id");
+
+	if (u->known == NULL || !u->known(u->arg, id))
+		if (u->n++ < 5)
+			buf_printf(&u->ids, "%s%s", u->n > 1 ? ", " : "", id);
+	return 0;
+}
+
 static int
 an_find(struct http *h, const char *sha256, long long since,
     int (*known)(void *, const char *), void *arg, yajl_val *batch)
 {
-	struct http_resp r;
-	struct buf path = BUF_INIT, ids = BUF_INIT;
-	yajl_val page = NULL, data, b;
-	const char *id;
-	char *after = NULL;
-	long long t;
-	size_t i;
-	int rc = 0, more = 1, pages, nfound = 0;
+	struct unclaimed u = { known, arg, BUF_INIT, 0 };
+	int rc;
 
 	*batch = NULL;
-	http_resp_init(&r);
-	for (pages = 0; more && pages < 1000; pages++) {
-		buf_reset(&path);
-		buf_printf(&path, BATCHES "?limit=%d", LIST_LIMIT);
-		if (after != NULL)
-			buf_printf(&path, "&after_id=%s", after);
-		if ((rc = provider_list_page(h, path.p, &r, &page, &data,
-		    &more)) != 0)
-			break;
-		for (i = 0; i < data->u.array.len; i++) {
-			b = data->u.array.values[i];
-			if ((id = json_str(b, "id")) == NULL)
-				continue;
-			if (provider_json_time(b, "created_at", &t, NULL, 0) ==
-			    0 && t < since) {
-				more = 0;
-				break;
-			}
-			if (known != NULL && known(arg, id))
-				continue;
-			if (nfound++ < 5)
-				buf_printf(&ids, "%s%s", nfound > 1 ? ", " : "", id);
-		}
-		id = json_str(page, "last_id");
-		if (more && (id == NULL || provider_safe_id(h, id) != 0 ||
-		    (after != NULL && strcmp(after, id) == 0)))
-			more = 0;
-		if (more) {
-			free(after);
-			after = xstrdup(id);
-		}
-	}
-	if (rc == 0 && nfound > 0) {
+	rc = provider_walk(h, BATCHES, "after_id", NULL, since, unclaimed, &u);
+	if (rc == 0 && u.n > 0) {
 		snprintf(h->err, sizeof(h->err), "Anthropic batches carry no "
 		    "digest; %d batch%s made from an hour before the intent on, "
-		    "not in the ledger, may "
-		    "be this file's: %s%s; add its job record by hand or drop "
-		    "the intent line for %.12s...", nfound, nfound > 1 ? "es" : "",
-		    ids.p, nfound > 5 ? ", ..." : "", sha256);
+		    "not in the ledger, may be this file's: %s%s; add its job "
+		    "record by hand or drop the intent line for %.12s...", u.n,
+		    u.n > 1 ? "es" : "", u.ids.p, u.n > 5 ? ", ..." : "", sha256);
 		h->status = 0;
 		rc = QB_EX_UNAVAILABLE;
 	}
-	yajl_tree_free(page);
-	free(after);
-	buf_free(&ids);
-	buf_free(&path);
-	http_resp_free(&r);
+	buf_free(&u.ids);
 	return rc;
 }
 

@@ -22,8 +22,6 @@
 
 /* Metadata values are at most 512 characters (PROVIDERS.md §1.4). */
 #define META_VALUE_MAX 512
-/* Batches per list page, the most the API gives (§1.7). */
-#define LIST_LIMIT 100
 
 /* A malloc'd header line: prefix then value. */
 static char *
@@ -301,64 +299,44 @@ oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
  * item's id, until has_more is false. The API lists the newest first, so
  * the first batch created before since ends the search.
  */
+/* What oa_find_q looks for, and what it found. */
+struct seek {
+	const char	*sha256;
+	int		(*known)(void *, const char *);
+	void		*arg;
+	yajl_val	 batch;
+};
+
+/* provider_walk visitor: the first batch with our digest the ledger lacks. */
+static int
+seek(void *arg, yajl_val data, size_t i)
+{
+	struct seek *k = arg;
+	yajl_val b = data->u.array.values[i];
+	const char *md = json_str(json_get(b, "metadata"), "qb_sha256");
+
+	if (md == NULL || strcmp(md, k->sha256) != 0 ||
+	    (k->known != NULL && k->known(k->arg, json_str(b, "id"))))
+		return 0;
+	k->batch = b;
+	data->u.array.values[i] = NULL;	/* the page is freed without it */
+	return 1;
+}
+
 int
 oa_find_q(struct http *h, const char *sha256, long long since,
     int (*known)(void *, const char *), void *arg, yajl_val *batch,
     const char *q)
 {
-	struct http_resp r;
-	struct buf path = BUF_INIT;
-	yajl_val page = NULL, data, b;
-	const char *id, *md;
-	char *after = NULL;
-	long long t;
-	size_t i;
-	int rc = 0, more = 1, pages;
+	struct seek k = { sha256, known, arg, NULL };
+	int rc;
 
-	*batch = NULL;
-	http_resp_init(&r);
-	for (pages = 0; more && *batch == NULL && pages < 10000; pages++) {
-		buf_reset(&path);
-		buf_printf(&path, "/batches?limit=%d", LIST_LIMIT);
-		if (after != NULL)
-			buf_printf(&path, "&after=%s", after);
-		qpath(&path, q);
-		if ((rc = provider_list_page(h, path.p, &r, &page, &data,
-		    &more)) != 0)
-			break;
-		for (i = 0; i < data->u.array.len; i++) {
-			b = data->u.array.values[i];
-			if ((id = json_str(b, "id")) == NULL)
-				continue;
-			if (provider_json_time(b, "created_at", &t, NULL, 0) == 0 && t < since) {
-				more = 0;
-				break;
-			}
-			md = json_str(json_get(b, "metadata"), "qb_sha256");
-			if (md != NULL && strcmp(md, sha256) == 0 &&
-			    (known == NULL || !known(arg, id))) {
-				/* Detach it: the page is freed without it. */
-				*batch = b;
-				data->u.array.values[i] = NULL;
-				break;
-			}
-		}
-		/* Go on after the last one, unless it is not a usable id. */
-		b = data->u.array.len > 0 ?
-		    data->u.array.values[data->u.array.len - 1] : NULL;
-		id = json_str(b, "id");
-		if (more && (id == NULL || provider_safe_id(h, id) != 0 ||
-		    (after != NULL && strcmp(after, id) == 0)))
-			more = 0;
-		if (more) {
-			free(after);
-			after = xstrdup(id);
-		}
+	rc = provider_walk(h, "/batches", "after", q, since, seek, &k);
+	if (rc != 0) {
+		yajl_tree_free(k.batch);
+		k.batch = NULL;
 	}
-	yajl_tree_free(page);
-	free(after);
-	buf_free(&path);
-	http_resp_free(&r);
+	*batch = k.batch;
 	return rc;
 }
 

@@ -296,3 +296,58 @@ provider_list_page(struct http *h, const char *path, struct http_resp *r,
 	*more = json_true(*page, "has_more") && (*data)->u.array.len > 0;
 	return 0;
 }
+
+int
+provider_walk(struct http *h, const char *path, const char *cursor,
+    const char *q, long long since, int (*visit)(void *arg, yajl_val data,
+    size_t i), void *arg)
+{
+	struct http_resp r;
+	struct buf url = BUF_INIT;
+	yajl_val page = NULL, data, b;
+	const char *id;
+	char *after = NULL;
+	long long t;
+	size_t i;
+	int rc = 0, more = 1, pages, stop = 0;
+
+	http_resp_init(&r);
+	for (pages = 0; more && !stop && pages < 10000; pages++) {
+		buf_reset(&url);
+		buf_printf(&url, "%s?limit=%d", path, PROVIDER_LIST_LIMIT);
+		if (after != NULL)
+			buf_printf(&url, "&%s=%s", cursor, after);
+		if (q != NULL && *q != '\0')
+			buf_printf(&url, "&%s", q);
+		if ((rc = provider_list_page(h, url.p, &r, &page, &data,
+		    &more)) != 0)
+			break;
+		for (i = 0; !stop && i < data->u.array.len; i++) {
+			b = data->u.array.values[i];
+			if (json_str(b, "id") == NULL)
+				continue;
+			/* Newest first: the first one older ends the walk. */
+			if (provider_json_time(b, "created_at", &t, NULL, 0) ==
+			    0 && t < since)
+				more = 0, stop = 1;
+			else
+				stop = visit(arg, data, i);
+		}
+		/* Go on after the last one, unless it is not a usable id. */
+		b = data->u.array.len > 0 ?
+		    data->u.array.values[data->u.array.len - 1] : NULL;
+		id = json_str(b, "id");
+		if (more && (id == NULL || provider_safe_id(h, id) != 0 ||
+		    (after != NULL && strcmp(after, id) == 0)))
+			more = 0;
+		if (more) {
+			free(after);
+			after = xstrdup(id);
+		}
+	}
+	yajl_tree_free(page);
+	free(after);
+	buf_free(&url);
+	http_resp_free(&r);
+	return rc;
+}

@@ -237,6 +237,23 @@ int provider_json_time(yajl_val b, const char *key, long long *t, char *str,
 void provider_job_times(yajl_val b, struct provider_job *j,
     const char *const *keys);
 
+/* Batches asked for per list page (OpenAI §1.7: up to 100; Anthropic §2.5). */
+#define PROVIDER_LIST_LIMIT 100
+
+/*
+ * Walk a provider's batch list at path (newest first), paging with the
+ * query parameter cursor ("after", "after_id") set to the last id seen,
+ * and q (NULL or "api-version=...") added to each page: visit(arg, data,
+ * i) is called for each batch data->u.array.values[i] made at or after
+ * since (unix seconds); it may take the batch out of the page (set the
+ * slot to NULL) and returns 1 to stop. The walk also stops at the first
+ * older batch and at the end. Returns 0 or a QB_EX_* status with the
+ * reason in h->err.
+ */
+int provider_walk(struct http *h, const char *path, const char *cursor,
+    const char *q, long long since, int (*visit)(void *arg, yajl_val data,
+    size_t i), void *arg);
+
 /* Format unix time t (seconds) as RFC 3339 UTC into out (at least 21 bytes). */
 void provider_time(long long t, char *out, size_t outlen);
 
