@@ -35,8 +35,9 @@ static const char usage[] =
     "[-hqVv] [--strict] [--base-url url] [--key-file file] [-l ledger]\n"
     "       [-p provider] [--token-budget tokens] [--wait-budget seconds]\n"
     "       [file ...]\n"
-    "       qb-submit --sync [-hqVv] [--strict] [--base-url url]\n"
-    "       [--concurrency n] [--deadline seconds] [--key-file file]\n"
+    "       qb-submit --sync [-hqVv] [--strict] [--array n]\n"
+    "       [--array-tokens n] [--base-url url] [--concurrency n]\n"
+    "       [--deadline seconds] [--key-file file]\n"
     "       [--metrics file] [-p provider] [--rpm n] [--tpm n]\n"
     "       [--unknown-retries n] [file ...]";
 static const char help[] =
@@ -53,6 +54,10 @@ static const char help[] =
     "      --wait-budget S    wait up to S seconds for room instead\n"
     "      --sync             read items, call the synchronous endpoint for\n"
     "                         each, print a result per item\n"
+    "      --array N          --sync: embeddings inputs per request\n"
+    "                         (default 1: one request per item)\n"
+    "      --array-tokens N   --sync: estimated tokens per array request\n"
+    "                         (default 300000)\n"
     "      --concurrency N    --sync: requests in flight per model (default 8)\n"
     "      --deadline S       --sync: start no try S seconds after an item\n"
     "                         is read\n"
@@ -64,7 +69,8 @@ static const char help[] =
     "  -h, -V, -v, -q         help, version, verbose, quiet\n";
 
 enum { OPT_BASE = 256, OPT_KEY, OPT_STRICT, OPT_BUDGET, OPT_WAIT, OPT_SYNC,
-	OPT_CONC, OPT_DEADLINE, OPT_METRICS, OPT_RPM, OPT_TPM, OPT_UNKNOWN };
+	OPT_CONC, OPT_DEADLINE, OPT_METRICS, OPT_RPM, OPT_TPM, OPT_UNKNOWN,
+	OPT_ARRAY, OPT_ARRAYTOK };
 
 struct opts {
 	const char	*base, *keyfile, *ledger, *prov;
@@ -87,6 +93,14 @@ syncopt(struct opts *o, int ch, const char *arg)
 
 	o->nsyncopt++;
 	switch (ch) {
+	case OPT_ARRAY:
+		name = "--array";
+		o->so.array = (int)qb_strtonum(arg, 1, 1000000, &errstr);
+		break;
+	case OPT_ARRAYTOK:
+		name = "--array-tokens";
+		o->so.array_tokens = qb_strtonum(arg, 1, 1LL << 50, &errstr);
+		break;
 	case OPT_CONC:
 		name = "--concurrency";
 		o->so.concurrency = (int)qb_strtonum(arg, 1, 10000, &errstr);
@@ -119,6 +133,8 @@ int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
+		{ "array", required_argument, NULL, OPT_ARRAY },
+		{ "array-tokens", required_argument, NULL, OPT_ARRAYTOK },
 		{ "base-url", required_argument, NULL, OPT_BASE },
 		{ "concurrency", required_argument, NULL, OPT_CONC },
 		{ "deadline", required_argument, NULL, OPT_DEADLINE },
@@ -147,6 +163,8 @@ main(int argc, char *argv[])
 	memset(&o, 0, sizeof(o));
 	o.so.concurrency = 8;
 	o.so.unknown_retries = 2;
+	o.so.array = 1;
+	o.so.array_tokens = 300000;
 	if ((env = getenv("QB_TOKEN_BUDGET")) != NULL && *env != '\0') {
 		o.budget = qb_strtonum(env, 0, 1LL << 50, &errstr);
 		if (errstr != NULL)
@@ -196,6 +214,8 @@ main(int argc, char *argv[])
 		case OPT_RPM:
 		case OPT_TPM:
 		case OPT_UNKNOWN:
+		case OPT_ARRAY:
+		case OPT_ARRAYTOK:
 			syncopt(&o, ch, optarg);
 			break;
 		default:
@@ -204,8 +224,8 @@ main(int argc, char *argv[])
 	}
 	files = optind < argc ? argv + optind : stdin_only;
 	if (o.nsyncopt > 0 && !o.sync)
-		qb_die(QB_EX_USAGE, "--concurrency, --deadline, --metrics, "
-		    "--rpm, --tpm and --unknown-retries go with --sync");
+		qb_die(QB_EX_USAGE, "--array, --array-tokens, --concurrency, "
+		    "--deadline, --metrics, --rpm, --tpm and --unknown-retries go with --sync");
 	if (o.sync && (o.ledger != NULL || o.nbatchopt > 0))
 		qb_die(QB_EX_USAGE, "-l, --token-budget and --wait-budget are "
 		    "for batches, not --sync");

@@ -95,7 +95,7 @@ start(struct sync *s, struct sync_item *it, double now)
  * those behind it wait too. Returns when to look again.
  */
 static double
-admit(struct sync *s, double now)
+admit(struct sync *s, double now, int over)
 {
 	struct sync_item *it, *next;
 	struct sync_model *m;
@@ -103,6 +103,8 @@ admit(struct sync *s, double now)
 	int timed;
 
 	s->round++;
+	if (s->ngroups > 0)
+		wake = sync_arr_pack(s, now, over);
 	for (it = s->wait.head; it != NULL && !s->stop; it = next) {
 		next = it->next;
 		m = it->m;
@@ -192,6 +194,7 @@ teardown(struct sync *s)
 		free(s->models[i]->name);
 		free(s->models[i]);
 	}
+	sync_arr_free(s);
 	free(s->models);
 	sync_http_free(s);
 	idmap_free(&s->ids);
@@ -206,8 +209,11 @@ sync_run(const struct sync_opts *o, char **files)
 	/* Only the body's members matter below the top level (its model). */
 	static const char *const deep[] = { "body", "params", NULL };
 	struct sync s;
+	struct sync_item *it;
 	double now, wake;
 	int over = 0, n, ms, rc;
+	/* Array items wait for company besides the lookahead. */
+	size_t lim = LOOKAHEAD + (o->array > 1 ? (size_t)o->array : 0);
 
 	memset(&s, 0, sizeof(s));
 	setup(&s, o);
@@ -218,14 +224,15 @@ sync_run(const struct sync_opts *o, char **files)
 	s.next_metrics = s.next_progress = qtime_mono();
 	for (;;) {
 		if (!s.stop && !over)
-			over = sync_in_take(&s, s.wait.n < LOOKAHEAD ?
-			    LOOKAHEAD - s.wait.n : 0) || s.halt;
+			over = sync_in_take(&s, s.wait.n + s.npool < lim ?
+			    lim - s.wait.n - s.npool : 0) || s.halt;
 		now = qtime_mono();
-		wake = s.stop ? now + 1 : admit(&s, now);
+		wake = s.stop ? now + 1 : admit(&s, now, over);
 		curl_multi_perform(s.multi, &n);
 		n = reap(&s);
 		if (s.stop == QB_EX_IOERR ||
-		    (s.fly.n == 0 && (s.stop || (over && s.wait.n == 0))))
+		    (s.fly.n == 0 && (s.stop || (over && s.wait.n == 0 &&
+		    s.npool == 0))))
 			break;
 		now = qtime_mono();
 		if (o->metrics != NULL && now >= s.next_metrics) {
@@ -243,7 +250,11 @@ sync_run(const struct sync_opts *o, char **files)
 		ms = wake <= now ? 0 : (int)ceil((wake - now) * 1000);
 		curl_multi_poll(s.multi, NULL, 0, ms > 1000 ? 1000 : ms, NULL);
 	}
-	s.nuntried = s.wait.n + s.fly.n;
+	s.nuntried = s.nopen;
+	for (it = s.wait.head; it != NULL; it = it->next)
+		s.nuntried += it->parts == NULL;
+	for (it = s.fly.head; it != NULL; it = it->next)
+		s.nuntried += it->parts == NULL;
 	if (o->metrics != NULL)
 		sync_metrics(&s);
 	sync_summary(&s);

@@ -3,7 +3,8 @@
  * records in, one result record per item out, in completion order, each
  * flushed. One thread drives libcurl multi; a second only reads input.
  * The engine is common/sync.c; input in syncin.c, output and metrics in
- * syncout.c, the members a record carries in syncjoin.c.
+ * syncout.c, the members a record carries in syncjoin.c, array input
+ * (--array: embeddings inputs packed, split back, bisected) in syncarr.c.
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_SYNC_H
@@ -23,6 +24,8 @@ struct sync_opts {
 	int		 unknown_retries;	/* run budget of retries after an
 					   unknown outcome (case 20) */
 	int		 strict;	/* the first bad line stops (exit 65) */
+	int		 array;		/* embeddings inputs per request, >= 1 */
+	long long	 array_tokens;	/* estimated tokens per array request */
 };
 
 /*

@@ -17,11 +17,15 @@
 #include "qtime.h"
 #include "syncint.h"
 
-/* Print it's result and let it go; say, if not NULL, is reported. */
-static void
-settle(struct sync *s, struct sync_item *it, const struct result *r,
+void
+sync_settle(struct sync *s, struct sync_item *it, const struct result *r,
     const char *say)
 {
+	if (it->parts != NULL) {
+		sync_arr_end(s, it, r, say);
+		sync_item_free(it);
+		return;
+	}
 	if (r->status == RESULT_SUCCEEDED && r->outcome == OUTCOME_DONE)
 		s->nok++;
 	else if (r->outcome == OUTCOME_RETRY)
@@ -59,7 +63,7 @@ sync_giveup(struct sync *s, struct sync_item *it, double wait)
 		sync_noanswer(&r, RESULT_EXPIRED, "timeout_error",
 		    "deadline_exceeded", msg);
 	}
-	settle(s, it, &r, msg);
+	sync_settle(s, it, &r, msg);
 }
 
 /*
@@ -158,7 +162,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 	    it->status <= 299 ? now - it->started : -1, now);
 
 	if (answered && !unknown && r.status == RESULT_SUCCEEDED) {
-		settle(s, it, &r, NULL);
+		sync_settle(s, it, &r, NULL);
 		return;
 	}
 	if (answered && !unknown && r.account) {
@@ -170,7 +174,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 			    "account-level refusal", it->status, r.emsg ? ": " :
 			    "", r.emsg ? r.emsg : "", it->id);
 		}
-		settle(s, it, &r, NULL);
+		sync_settle(s, it, &r, NULL);
 		return;
 	}
 	retry = !answered || unknown || r.outcome == OUTCOME_RETRY;
@@ -210,5 +214,5 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 	w = msg + strlen(msg);
 	if (why[0] != '\0')
 		snprintf(w, sizeof(msg) - (size_t)(w - msg), "; %s", why);
-	settle(s, it, &r, msg);
+	sync_settle(s, it, &r, msg);
 }

@@ -202,7 +202,8 @@ sync_in_take(struct sync *s, size_t room)
 			l->kind = -1;	/* after the line --strict stopped at */
 		switch (l->kind) {
 		case SYNC_L_LINE:
-			if ((it = sync_item_new(s, l)) != NULL)
+			if ((it = sync_item_new(s, l)) != NULL &&
+			    !sync_arr_take(s, it))
 				sync_list_add(&s->wait, it, 0);
 			break;
 		case SYNC_L_BAD:	/* reported by the reader */
@@ -235,6 +236,7 @@ sync_item_free(struct sync_item *it)
 	free(it->line);
 	free(it->id);
 	free(it->url);
+	sync_arr_itemfree(it);
 	buf_free(&it->resp);
 	free(it);
 }

@@ -22,6 +22,24 @@
 #define SYNC_CODES	16	/* status codes counted per model for metrics */
 
 struct sync_item;
+struct sync_group;
+
+/* One input of an array item (syncarr.c): its bytes and what became of it. */
+struct sync_el {
+	char		*raw;		/* the JSON value; owned */
+	size_t		 len;
+	long long	 tokens;	/* estimate */
+	int		 state;		/* SYNC_E_* */
+	char		*vec;		/* "embedding" value, when done; owned */
+	long long	 share;		/* its share of the request's prompt_tokens */
+};
+enum { SYNC_E_WAIT, SYNC_E_OK, SYNC_E_DEAD, SYNC_E_FAIL };
+
+/* Element i of item own, in an array request. */
+struct sync_part {
+	struct sync_item *own;
+	size_t		 i;
+};
 
 /* A list of items, through their prev and next links. */
 struct sync_list {
@@ -66,6 +84,16 @@ struct sync_item {
 	char		 ra[64], ra_ms[32], rid[128];
 	char		 reset[2][48], left[2][24];	/* rate limits: requests, tokens */
 	char		 ebuf[CURL_ERROR_SIZE];
+	/* --array: an item whose inputs go in array requests (syncarr.c) */
+	struct sync_group *grp;		/* its group; also set on a request */
+	struct sync_el	*el;		/* its inputs; owned */
+	size_t		 nel, packed, nleft;	/* inputs, packed, not ended */
+	struct result	*fail, *dead;	/* first failure, first dead input; owned */
+	size_t		 deadi;		/* the dead input */
+	char		*say, *aobj, *amodel;	/* owned */
+	/* An array request: the inputs it carries. */
+	struct sync_part *parts;	/* owned */
+	size_t		 nparts;
 };
 
 /* A line, or news, from the input thread. */
@@ -127,6 +155,12 @@ struct sync {
 	int		 noinput, ioerr;
 	int		 stop;		/* exit status that ended admissions, or 0 */
 	int		 halt;		/* --strict: no more input; the rest goes on */
+	/* --array (syncarr.c) */
+	struct sync_group **groups;
+	size_t		 ngroups;
+	size_t		 npool;		/* array items with inputs not yet packed */
+	size_t		 nopen;		/* array items without a result yet */
+	unsigned long	 narrays, nbisect;	/* array requests, of them bisects */
 };
 
 /* sync.c: lists */
@@ -153,6 +187,24 @@ void sync_done(struct sync *s, struct sync_item *it, CURLcode cc);
 /* Give it up before a try: wait (s) is over the cap, or its deadline
  * passes first. Prints its result. */
 void sync_giveup(struct sync *s, struct sync_item *it, double wait);
+
+/* Print it's result and let it go (an array request: its items');
+ * say, if not NULL, is reported. */
+void sync_settle(struct sync *s, struct sync_item *it, const struct result *r,
+    const char *say);
+
+/* syncarr.c */
+/* Take it as an array item if --array applies to it: 1, else 0. */
+int sync_arr_take(struct sync *s, struct sync_item *it);
+/* Make array requests of what waits, into s->wait; returns when to look
+ * again (now + 1 if nothing waits). over: input is over. */
+double sync_arr_pack(struct sync *s, double now, int over);
+/* An array request ended with r: bisect it, or end its inputs. */
+void sync_arr_end(struct sync *s, struct sync_item *req, const struct result *r,
+    const char *say);
+void sync_arr_free(struct sync *s);
+/* Free what an item holds for --array. */
+void sync_arr_itemfree(struct sync_item *it);
 
 /* syncin.c */
 void sync_in_start(struct sync *s, char **files);
