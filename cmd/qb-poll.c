@@ -337,23 +337,6 @@ print(struct poll *P, struct job *j)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");
 }
 
-static void
-readjobs(struct poll *P, const char *path)
-{
-	struct job *j;
-	size_t i = P->js.n;
-	int rc;
-
-	if ((rc = jobs_read(&P->js, path)) != 0)
-		exit(rc);	/* reported */
-	if (P->js.nbad > 0)
-		P->rejected = 1;
-	for (; i < P->js.n; i++) {
-		j = jobs_at(&P->js, i);
-		j->state = json_true(j->r.rec, "ended") ? J_ENDED : J_PENDING;
-	}
-}
-
 /*
  * Poll until done; returns 1 if the deadline (-t) passed with jobs
  * pending or not polled.
@@ -440,7 +423,7 @@ main(int argc, char *argv[])
 	struct opts o;
 	const char *errstr, *dir = ".";
 	size_t i;
-	int ch, rc, timedout;
+	int ch, timedout;
 
 	qb_setprog(argv[0]);
 	memset(&o, 0, sizeof(o));
@@ -503,21 +486,20 @@ main(int argc, char *argv[])
 	P.g = jout_new();
 	P.tty = isatty(2) && qb_verbose >= 0;
 	jobs_init(&P.js, sizeof(struct job), o.strict);
-	if (o.ledger != NULL) {
+	/*
+	 * With a ledger, one run at a time, lest an older poll's rewrite
+	 * undo a newer one's; the rewrite merges appends.
+	 */
+	if (o.ledger != NULL)
 		ledger_init(&led, o.ledger);
-		/*
-		 * One run at a time, lest an older poll's rewrite undo a newer
-		 * one's. Read under a shared lock; the rewrite merges appends.
-		 */
-		if ((rc = ledger_start(&led, "poll", 0)) != 0 ||
-		    (rc = ledger_lock(&led, LEDGER_READ)) != 0)
-			exit(rc);
-		readjobs(&P, o.ledger);
-		ledger_unlock(&led);
-	} else if (argc == 0)
-		readjobs(&P, "-");
-	for (i = 0; i < (size_t)argc; i++)
-		readjobs(&P, argv[i]);
+	jobs_load(&P.js, o.ledger != NULL ? &led : NULL, "poll", argv, argc);
+	if (P.js.nbad > 0)
+		P.rejected = 1;
+	for (i = 0; i < P.js.n; i++) {
+		struct job *j = jobs_at(&P.js, i);
+
+		j->state = json_true(j->r.rec, "ended") ? J_ENDED : J_PENDING;
+	}
 
 	timedout = run(&P, o.ledger != NULL ? &led : NULL);
 	if (P.tty)

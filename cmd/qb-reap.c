@@ -326,17 +326,6 @@ put(const char *p, size_t n)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");
 }
 
-static void
-readjobs(struct reap *R, const char *path)
-{
-	int rc;
-
-	if ((rc = jobs_read(&R->js, path)) != 0)
-		exit(rc);	/* reported */
-	if (R->js.nbad > 0)
-		fail(R, QB_EX_PARTIAL);
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -402,22 +391,13 @@ main(int argc, char *argv[])
 	R.now = (long long)time(NULL);
 	provider_time(R.now, R.at, sizeof(R.at));
 	jobs_init(&R.js, sizeof(struct job), 0);
-	if (o.ledger != NULL) {
+	/* One run at a time (qb-poll's lock; a dry run only reads). */
+	if (o.ledger != NULL)
 		ledger_init(&led, o.ledger);
-		/*
-		 * One run at a time (a dry run only reads). Read under a shared
-		 * lock; the rewrite keeps what was appended or changed since.
-		 */
-		if ((!o.dry && (rc = ledger_start(&led, "reap", 0)) != 0) ||
-		    ((rc = ledger_lock(&led, LEDGER_READ)) != 0 &&
-		    rc != QB_EX_NOINPUT))
-			exit(rc);
-		readjobs(&R, o.ledger);
-		ledger_unlock(&led);
-	} else if (argc == 0)
-		readjobs(&R, "-");
-	for (i = 0; i < (size_t)argc; i++)
-		readjobs(&R, argv[i]);
+	jobs_load(&R.js, o.ledger != NULL ? &led : NULL, o.dry ? NULL : "reap",
+	    argv, argc);
+	if (R.js.nbad > 0)
+		fail(&R, QB_EX_PARTIAL);
 
 	for (i = 0; i < R.js.n; i++) {
 		j = jobs_at(&R.js, i);

@@ -84,6 +84,31 @@ jobs_read(struct jobs *js, const char *path)
 	return jsonl_each(path, js->strict, add, js, &js->nbad);
 }
 
+void
+jobs_load(struct jobs *js, struct ledger *led, const char *runlock,
+    char **files, int nfiles)
+{
+	int i, rc = 0;
+
+	if (led != NULL) {
+		if ((runlock != NULL &&
+		    (rc = ledger_start(led, runlock, 0)) != 0) ||
+		    ((rc = ledger_lock(led, LEDGER_READ)) != 0 &&
+		    rc != QB_EX_NOINPUT))
+			exit(rc);
+		/* A missing ledger is said by jobs_read. */
+		if ((rc = jobs_read(js, led->path)) != 0)
+			exit(rc);
+		ledger_unlock(led);
+		return;
+	}
+	if (nfiles == 0 && (rc = jobs_read(js, "-")) != 0)
+		exit(rc);
+	for (i = 0; i < nfiles; i++)
+		if ((rc = jobs_read(js, files[i])) != 0)
+			exit(rc);
+}
+
 int
 jobs_replace(void *arg, const char *line, size_t len, yajl_val rec, FILE *out)
 {

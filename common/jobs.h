@@ -11,6 +11,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "idmap.h"
+#include "ledger.h"
 
 /* One job record as read. A tool's own job struct begins with one. */
 struct jobrec {
@@ -46,6 +47,14 @@ void jobs_init(struct jobs *js, size_t size, int strict);
  * or QB_EX_NOINPUT / QB_EX_IOERR, reported.
  */
 int jobs_read(struct jobs *js, const char *path);
+/*
+ * Read the jobs of a run: from ledger led if it is not NULL (initialised;
+ * the run lock of tool runlock taken first unless runlock is NULL, then
+ * read under a shared lock), else from files[0..nfiles-1], else from
+ * standard input. A failure exits with its status, reported.
+ */
+void jobs_load(struct jobs *js, struct ledger *led, const char *runlock,
+    char **files, int nfiles);
 /* Element i (i < js->n). */
 void *jobs_at(const struct jobs *js, size_t i);
 /* The element whose record has batch_id id, or NULL. */
