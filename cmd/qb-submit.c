@@ -33,8 +33,8 @@
 
 static const char usage[] =
     "[-hqVv] [--strict] [--base-url url] [--key-file file] [-l ledger]\n"
-    "       [-p provider] [--token-budget tokens] [--wait-budget seconds]\n"
-    "       [file ...]\n"
+    "       [--lookback seconds] [-p provider] [--token-budget tokens]\n"
+    "       [--wait-budget seconds] [file ...]\n"
     "       qb-submit --sync [-hqVv] [--strict] [--array n]\n"
     "       [--array-tokens n] [--base-url url] [--concurrency n]\n"
     "       [--deadline seconds] [--key-file file]\n"
@@ -46,6 +46,8 @@ static const char help[] =
     "                         provider's public API)\n"
     "      --key-file FILE    read the API key from the first line of FILE\n"
     "  -l, --ledger FILE      skip files FILE holds; append new jobs to it\n"
+    "      --lookback S       adopt a batch made for the file in the last S\n"
+    "                         seconds that no job holds (default 48h; 0: off)\n"
     "  -p, --provider NAME    submit to NAME (default: the record's provider,\n"
     "                         else openai)\n"
     "      --strict           stop at the first bad line (exit 65)\n"
@@ -70,7 +72,7 @@ static const char help[] =
 
 enum { OPT_BASE = 256, OPT_KEY, OPT_STRICT, OPT_BUDGET, OPT_WAIT, OPT_SYNC,
 	OPT_CONC, OPT_DEADLINE, OPT_METRICS, OPT_RPM, OPT_TPM, OPT_UNKNOWN,
-	OPT_ARRAY, OPT_ARRAYTOK };
+	OPT_ARRAY, OPT_ARRAYTOK, OPT_LOOKBACK };
 
 struct opts {
 	const char	*base, *keyfile, *ledger, *prov;
@@ -140,6 +142,7 @@ main(int argc, char *argv[])
 		{ "deadline", required_argument, NULL, OPT_DEADLINE },
 		{ "key-file", required_argument, NULL, OPT_KEY },
 		{ "ledger", required_argument, NULL, 'l' },
+		{ "lookback", required_argument, NULL, OPT_LOOKBACK },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "provider", required_argument, NULL, 'p' },
 		{ "rpm", required_argument, NULL, OPT_RPM },
@@ -165,6 +168,7 @@ main(int argc, char *argv[])
 	o.so.unknown_retries = 2;
 	o.so.array = 1;
 	o.so.array_tokens = 300000;
+	o.su.lookback = 48 * 3600;
 	if ((env = getenv("QB_TOKEN_BUDGET")) != NULL && *env != '\0') {
 		o.budget = qb_strtonum(env, 0, 1LL << 50, &errstr);
 		if (errstr != NULL)
@@ -205,6 +209,13 @@ main(int argc, char *argv[])
 				qb_die(QB_EX_USAGE, "--wait-budget %s: %s", optarg,
 				    errstr);
 			break;
+		case OPT_LOOKBACK:
+			o.nbatchopt++;
+			o.su.lookback = qb_parse_seconds(optarg, &errstr);
+			if (errstr != NULL)
+				qb_die(QB_EX_USAGE, "--lookback %s: %s", optarg,
+				    errstr);
+			break;
 		case OPT_SYNC:
 			o.sync = 1;
 			break;
@@ -227,8 +238,8 @@ main(int argc, char *argv[])
 		qb_die(QB_EX_USAGE, "--array, --array-tokens, --concurrency, "
 		    "--deadline, --metrics, --rpm, --tpm and --unknown-retries go with --sync");
 	if (o.sync && (o.ledger != NULL || o.nbatchopt > 0))
-		qb_die(QB_EX_USAGE, "-l, --token-budget and --wait-budget are "
-		    "for batches, not --sync");
+		qb_die(QB_EX_USAGE, "-l, --lookback, --token-budget and "
+		    "--wait-budget are for batches, not --sync");
 
 	/* A batch whose job record can go nowhere is money lost. */
 	if ((ch = fcntl(STDOUT_FILENO, F_GETFL)) == -1 ||

@@ -79,14 +79,30 @@ emit(yajl_gen g, const struct job_set *s, const struct slot *sl)
 	}
 }
 
+int
+job_may_end(const struct job_set *s)
+{
+	if (s->reaped_at != NULL || s->pj == NULL)
+		return 1;
+	return s->results != NULL && s->nresults >= s->pj->nresult;
+}
+
 void
 job_emit(yajl_gen g, yajl_val rec, const struct job_set *s)
 {
 	const struct provider_job *pj = s->pj;
+	struct job_set end;
 	struct slot sl[12 + JOB_TIMES];
 	const char *k;
 	size_t i;
 	int n = 0, j, t;
+
+	/* Ended only with its files on disk: a later qb-poll fetches them. */
+	if (s->ended == 1 && !job_may_end(s)) {
+		end = *s;
+		end.ended = 0;
+		s = &end;
+	}
 
 #define ADD(cond, key_, what_, i_) do { if (cond) { sl[n].key = (key_); \
 	sl[n].what = (what_); sl[n].i = (i_); sl[n++].done = 0; } } while (0)

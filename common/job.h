@@ -26,10 +26,20 @@ struct job_set {
 };
 
 /*
+ * Whether a job record written from s may say "ended": true. A batch
+ * that has ended is done with only once every result file the provider
+ * lists for it (s->pj->nresult) is on disk and named in s->results, or
+ * once qb-reap has ended it (s->reaped_at: its files are gone). Every
+ * writer of job records holds this rule through job_emit; see CUSTODY
+ * in qb(7).
+ */
+int job_may_end(const struct job_set *s);
+/*
  * Write into g (at the top level) the job record rec (a pack or job
  * record, or NULL) with the members s sets replaced where they stand and
  * the others appended; every other member is carried unchanged. An old
  * "error" member is dropped when s->pj is set and s->error is not.
+ * s->ended 1 is written as false unless job_may_end(s).
  */
 void job_emit(yajl_gen g, yajl_val rec, const struct job_set *s);
 

@@ -62,7 +62,7 @@ known(void *arg, const char *id)
 {
 	struct submit *r = arg;
 
-	return ledger_known(&r->led, id);
+	return r->useled && ledger_known(&r->led, id);
 }
 
 /* Check a pack record; returns the provider, or NULL after reporting. */
@@ -130,10 +130,17 @@ record(struct submit *r, yajl_val rec, const struct provider *p,
 }
 
 /*
- * The ledger holds an intent for sha, made at "at", and no job after it:
- * a create whose outcome went unrecorded. Look for a batch the provider
- * made for the file since an hour before, and adopt it. Returns 1 when
- * the record is dealt with (adopted, or stopped), 0 to submit it.
+ * Look for a batch the provider made for the file with digest sha and
+ * adopt it rather than pay again. With at set, the ledger holds an intent
+ * for sha made then and no job after it (a create whose outcome went
+ * unrecorded): the provider's batches since an hour before are searched,
+ * and a miss within INFLIGHT seconds of the intent holds the file. With
+ * at NULL, no job holds the digest (another ledger's run, or one without
+ * a ledger, may have made its batch): the batches of the last
+ * r->o->lookback seconds are searched, only where batches carry the
+ * digest (metadata qb_sha256); a batch found that ended with nothing run
+ * is not adopted when the file is all retries, which go again. Returns 1
+ * when the record is dealt with (adopted, or stopped), 0 to submit it.
  */
 static int
 adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
@@ -144,18 +151,27 @@ adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
 	yajl_val batch;
 	const char *file = json_str(rec, "file");
 	char err[256];
-	long long t;
+	long long t, since, req = -1, ret = -1;
 	int rc, isnew;
 
 	if (p->find == NULL)
 		return 0;
-	if (rfc3339_parse(at, &t) != 0)
-		t = 0;			/* unknown: look through them all */
+	if (at == NULL) {
+		if (r->o->lookback <= 0 || p->line_format != PROVIDER_LINE_OPENAI)
+			return 0;
+		t = 0;
+		since = (long long)time(NULL) - (long long)r->o->lookback;
+	} else {
+		if (rfc3339_parse(at, &t) != 0)
+			t = 0;		/* unknown: look through them all */
+		since = t - 3600;
+	}
 	h = conn(r, p);
-	if ((rc = p->find(h, sha, t - 3600, known, r, &batch)) != 0) {
+	if ((rc = p->find(h, sha, since, known, r, &batch)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: cannot look "
-		    "for the batch of an unrecorded submit (%s): %s", file, at,
-		    h->err);
+		    "for %s (%s): %s", file, at != NULL ? "the batch of an "
+		    "unrecorded submit" : "a batch made for it before",
+		    at != NULL ? at : "--lookback", h->err);
 		r->stop = rc;
 		r->nnot++;
 		return 1;
@@ -171,23 +187,42 @@ adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
 		return 1;
 	}
 	if (batch == NULL) {
-		qb_note(1, "%s: no batch from the unrecorded submit of %s",
-		    file, at);
+		if (at != NULL)
+			qb_note(1, "%s: no batch from the unrecorded submit of "
+			    "%s", file, at);
 		return 0;
 	}
 	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: not adopted: %s", file, err);
 		r->stop = QB_EX_PROTOCOL;
 		r->nnot++;
-	} else {
+		yajl_tree_free(batch);
+		return 1;
+	}
+	json_int(rec, "requests", &req);
+	json_int(rec, "retries", &ret);
+	if (at == NULL && req > 0 && ret == req && pj.ended &&
+	    (pj.has_counts ? pj.completed == 0 : pj.errors != NULL)) {
+		qb_note(1, "%s: batch %s made for it ended %s with nothing run; "
+		    "its retries are submitted again", file, pj.id, pj.status);
+		free(r->reuse);
+		r->reuse = pj.input_file_id != NULL ?
+		    xstrdup(pj.input_file_id) : NULL;
+		yajl_tree_free(batch);
+		return 0;
+	}
+	if (at != NULL)
 		qb_lwarn(rd->name, rd->lineno, "%s: adopted batch %s (%s), made "
 		    "by a submit of %s that was not recorded", file, pj.id,
 		    pj.status, at);
-		idmap_put(&r->done, sha, 64, &isnew);
-		r->nadopt++;
-		if ((rc = record(r, rec, p, &pj, sha)) != 0)
-			r->stop = rc;
-	}
+	else
+		qb_lwarn(rd->name, rd->lineno, "%s: adopted batch %s (%s), made "
+		    "for the same file by a submit this %s does not hold", file,
+		    pj.id, pj.status, r->useled ? "ledger" : "run");
+	idmap_put(&r->done, sha, 64, &isnew);
+	r->nadopt++;
+	if ((rc = record(r, rec, p, &pj, sha)) != 0)
+		r->stop = rc;
 	yajl_tree_free(batch);
 	return 1;
 }
@@ -366,6 +401,7 @@ submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 		r->nrep++;
 		return;
 	}
+	bid = NULL;
 	if (r->useled) {
 		/* Re-read: qb-poll -i or qb-reap -i may have rewritten it. */
 		if ((rc = ledger_refresh(&r->led)) != 0) {
@@ -376,6 +412,7 @@ submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 		if ((at = ledger_intent(&r->led, sha)) != NULL) {
 			if (adopt(r, rd, rec, p, sha, at))
 				return;
+			bid = "";	/* searched: not again below */
 		} else if ((bid = ledger_sha(&r->led, sha)) != NULL &&
 		    again(r, rd, p, rec, file, sha, bid))
 			return;
@@ -391,6 +428,9 @@ submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 		r->nrej++;
 		return;
 	}
+	/* No job holds the digest: the provider may still have its batch. */
+	if (bid == NULL && adopt(r, rd, rec, p, sha, NULL))
+		return;
 	model = json_str(rec, "model");
 	if (json_int(rec, "tokens", &tokens) != 0)
 		tokens = -1;

@@ -4,7 +4,7 @@
 # run lock, intents and adoption of batches whose job was never recorded,
 # submitting again a file whose batch ran nothing, configuration errors.
 . "$(dirname "$0")/lib.sh"
-plan 141
+plan 150
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -86,10 +86,27 @@ check_same led.jsonl led.before "ledger unchanged"
 check_exit 0 "the whole pack: only the new file goes" qb-submit -l led.jsonl pack.jsonl
 is "$(wc -l <"$T/out" | tr -d ' ')" 1 "one new job"
 is "$(jobs led.jsonl | wc -l | tr -d ' ')" 2 "ledger has both"
-check_exit 0 "the same file twice in one run without a ledger" qb-submit one.jsonl one.jsonl
+check_exit 0 "the same file twice in one run without a ledger" qb-submit --lookback 0 one.jsonl one.jsonl
 is "$(wc -l <"$T/out" | tr -d ' ')" 1 "submitted once"
 is "$(cat "$T/err" | tail -n 1)" "qb-submit: 1 submitted, 1 skipped (repeated in this run), 0 rejected" \
     "no ledger: the skip is not said to be in a ledger"
+BN=$(jqr .batch_id "$T/out")
+
+# The ledger is not the only memory: the same pack output with another
+# ledger, then with none, adopts the batch the provider made for its digest.
+S1=$(jqr .sha256 one.jsonl)
+n0=$(stat_of ".created_by_sha256[\"$S1\"]")
+check_exit 0 "the same file with a second ledger" qb-submit -l led2.jsonl one.jsonl
+is "$(jqr .batch_id "$T/out")" "$BN" "second ledger: the newest batch for the digest adopted"
+like "$(cat "$T/err")" "made for the same file by a submit this ledger does not hold" \
+    "second ledger: says so"
+is "$(jobs led2.jsonl | jqr .batch_id)" "$BN" "second ledger: holds the adopted job"
+check_exit 0 "the same file with no ledger" qb-submit one.jsonl
+is "$(jqr .batch_id "$T/out"):$(stat_of ".created_by_sha256[\"$S1\"]")" "$BN:$n0" "no ledger: adopted, no create"
+is "$(jqr .ended "$T/out"):$(jqr '.results | length' "$T/out")" "false:0" \
+    "adopted after it ended: not ended until qb-poll has its files"
+check_exit 0 "--lookback 0: no search" qb-submit --lookback 0 one.jsonl
+is "$(stat_of ".created_by_sha256[\"$S1\"]")" "$((n0 + 1))" "--lookback 0 creates"
 
 # a ledger locked by another process for too long: nothing uploaded
 n0=$(stat_of .uploads)

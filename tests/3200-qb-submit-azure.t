@@ -37,7 +37,7 @@ is "$(jqr '[.provider,.status]|@tsv' job.jsonl)" "$(printf 'azure\tvalidating')"
 is "$(stat_of '.requests["POST /v1/batches"]["200"]')" 1 "one create, with the api-key header"
 is "$(stat_of '[.requests|to_entries[]|select(.value["401"])]|length')" 0 \
     "no 401: no Authorization header went out"
-is "$(stat_of '.requests["api-version -"]|keys|sort|join(",")')" "POST /v1/batches,POST /v1/files" \
+is "$(stat_of '.requests["api-version -"]|keys|sort|join(",")')" "GET /v1/batches,POST /v1/batches,POST /v1/files" \
     "no api-version when AZURE_OPENAI_API_VERSION is unset"
 check_exit 0 "qb-poll -w" qb-poll -w --interval 0.1 -d b job.jsonl
 cp "$T/out" polled.jsonl
@@ -70,7 +70,7 @@ is "$(jqr '[.status,.ended,(.results|length)]|@tsv' polled2.jsonl)" "$(printf 'C
 is "$(stat_of '.requests|keys|map(select(startswith("api-version")))|join(",")')" "api-version 2024-10-21" \
     "every request carried api-version=2024-10-21"
 is "$(stat_of '.requests["api-version 2024-10-21"]|keys|sort|join(",")')" \
-    "GET /v1/batches/{id},GET /v1/files/{id}/content,POST /v1/batches,POST /v1/files" \
+    "GET /v1/batches,GET /v1/batches/{id},GET /v1/files/{id}/content,POST /v1/batches,POST /v1/files" \
     "upload, create, get and both downloads"
 check_exit 78 "a bad AZURE_OPENAI_API_VERSION" env AZURE_OPENAI_API_VERSION='x y' qb-poll job2.jsonl
 unset AZURE_OPENAI_API_VERSION
