@@ -75,6 +75,7 @@ struct job {
 	struct jobrec	 r;		/* out: the updated record */
 	enum state	 state;
 	int		 endednow;	/* ended during this run */
+	int		 due;		/* to print once the ledger has it */
 };
 
 struct poll {
@@ -324,16 +325,49 @@ poll_one(struct poll *P, struct job *j)
 	yajl_tree_free(batch);
 }
 
+/* Mark job j to be printed at the end of the round. */
 static void
 print(struct poll *P, struct job *j)
 {
-	const char *p = j->r.out != NULL ? j->r.out : j->r.line;
-	size_t n = j->r.out != NULL ? strlen(j->r.out) : j->r.len;
-
 	if (P->o->ledger != NULL && !j->endednow)
 		return;
-	if (fwrite(p, 1, n, stdout) != n || putchar('\n') == EOF ||
-	    fflush(stdout) != 0)
+	j->due = 1;
+}
+
+/*
+ * The end of a round: the ledger first, then the output. With -i the jobs
+ * that ended are rewritten as ended before any is printed, so that a run
+ * killed in between prints nothing twice: custody of their results is in
+ * the ledger and the result files (qb-reconcile -l reads them there). A
+ * rewrite that fails prints nothing; the next run polls them again.
+ */
+static void
+flush(struct poll *P, struct ledger *led)
+{
+	struct job *j;
+	const char *p;
+	size_t i, n;
+	int rc;
+
+	if (led != NULL && P->changed) {
+		if ((rc = ledger_rewrite(led, jobs_replace, &P->js)) != 0) {
+			if (!P->fatal)
+				P->fatal = rc;
+			return;
+		}
+		jobs_written(&P->js);
+	}
+	for (i = 0; i < P->js.n; i++) {
+		j = jobs_at(&P->js, i);
+		if (!j->due)
+			continue;
+		j->due = 0;
+		p = j->r.out != NULL ? j->r.out : j->r.line;
+		n = j->r.out != NULL ? strlen(j->r.out) : j->r.len;
+		if (fwrite(p, 1, n, stdout) != n || putchar('\n') == EOF)
+			qb_diesys(QB_EX_IOERR, "write error on standard output");
+	}
+	if (fflush(stdout) != 0)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");
 }
 
@@ -346,7 +380,7 @@ run(struct poll *P, struct ledger *led)
 {
 	double iv = P->o->interval, left;
 	size_t i, pending, late = 0;
-	int rc, round, stop = 0;
+	int round, stop = 0;
 
 	for (round = 0;; round++) {
 		pending = 0;
@@ -373,9 +407,7 @@ run(struct poll *P, struct ledger *led)
 			} else
 				pending++;
 		}
-		if (led != NULL && P->changed && (rc = ledger_rewrite(led,
-		    jobs_replace, &P->js)) != 0 && !P->fatal)
-			P->fatal = rc;
+		flush(P, led);
 		if (P->tty)
 			fprintf(stderr, "\r%s: %zu ended, %zu pending ", qb_prog(),
 			    P->nended, pending);
@@ -390,6 +422,7 @@ run(struct poll *P, struct ledger *led)
 					print(P, j);
 				}
 			}
+			flush(P, NULL);
 			pending += late;
 			qb_warn("%zu %s %s: the deadline (-t %g s) passed",
 			    pending, pending == 1 ? "job" : "jobs",

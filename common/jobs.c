@@ -124,6 +124,23 @@ jobs_replace(void *arg, const char *line, size_t len, yajl_val rec, FILE *out)
 }
 
 void
+jobs_written(struct jobs *js)
+{
+	struct jobrec *j;
+	size_t i;
+
+	for (i = 0; i < js->n; i++) {
+		j = jobs_at(js, i);
+		if (j->out == NULL)
+			continue;
+		free(j->line);
+		j->line = j->out;
+		j->len = strlen(j->out);
+		j->out = NULL;
+	}
+}
+
+void
 jobs_free(struct jobs *js)
 {
 	struct jobrec *j;

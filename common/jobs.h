@@ -66,6 +66,12 @@ void *jobs_find(const struct jobs *js, const char *id);
  */
 int jobs_replace(void *arg, const char *line, size_t len, yajl_val rec,
     FILE *out);
+/*
+ * After a ledger rewrite by jobs_replace: each element's out becomes its
+ * line (the old line is freed), so that a later rewrite in the run puts
+ * back only what changed after it.
+ */
+void jobs_written(struct jobs *js);
 /* Free the list and each element's struct jobrec members. */
 void jobs_free(struct jobs *js);
 

@@ -4,7 +4,7 @@
 # -t as a deadline, Azure's status words and times, and -i on a ledger
 # (its run lock, intent lines).
 . "$(dirname "$0")/lib.sh"
-plan 98
+plan 103
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -51,7 +51,7 @@ check_exit 66 "missing result dir" qb-poll -d nodir /dev/null
 check_exit 64 "bad --interval" qb-poll --interval 0 /dev/null
 
 # a running batch: updated, printed, not ended
-qb-submit ok.pack 2>/dev/null | jq -c '.note="keep me"' >job.jsonl
+qb-submit --lookback 0 ok.pack 2>/dev/null | jq -c '.note="keep me"' >job.jsonl
 B=$(jqr .batch_id job.jsonl)
 check_exit 0 "poll a running batch" qb-poll -d res job.jsonl
 cp "$T/out" p1.jsonl
@@ -91,7 +91,7 @@ check_same "$T/out" done.jsonl "printed byte for byte"
 is "$(stat_of '.requests["GET /v1/batches/{id}"]."200"')" "$n0" "no request made"
 
 # a failed batch: errors kept, no files
-qb-submit dup.pack >djob.jsonl 2>/dev/null
+qb-submit --lookback 0 dup.pack >djob.jsonl 2>/dev/null
 D=$(jqr .batch_id djob.jsonl)
 clock 5
 check_exit 0 "--wait on a batch that fails validation" qb-poll -w --interval 0.2 -t 30 -d res djob.jsonl
@@ -111,7 +111,7 @@ is "$(jqr 'del(.error)' "$T/out")" "$(jqr . nope.jsonl)" "otherwise unchanged"
 like "$(cat "$T/err")" "nope.jsonl:1: batch_nope:" "located report"
 
 # 500 beyond the retries: printed unchanged, exit 75
-qb-submit ok.pack >job2.jsonl 2>/dev/null
+qb-submit --lookback 0 ok.pack >job2.jsonl 2>/dev/null
 script '{"on":"GET /v1/batches/*","status":500,"times":3}'
 check_exit 75 "GET answers 500 past the retries" qb-poll -d res job2.jsonl
 check_same "$T/out" job2.jsonl "the job is printed unchanged"
@@ -130,7 +130,7 @@ is "$(jqr .ended "$T/out")" true "now ended"
 ok_if "file there" -s "res/$B2.output.jsonl"
 
 # a result file that cannot be had: not ended, and tried again next time
-qb-submit ok.pack >job4.jsonl 2>/dev/null
+qb-submit --lookback 0 ok.pack >job4.jsonl 2>/dev/null
 clock 5
 script '{"on":"GET /v1/files/*/content","status":404,"body":{"error":{"message":"No such File object","type":"invalid_request_error","param":null,"code":null}}}'
 check_exit 1 "a result file answers 404" qb-poll -d res job4.jsonl
@@ -143,8 +143,8 @@ check_exit 0 "the next poll" qb-poll -d res f404.jsonl
 is "$(jqr '[.ended,has("error"),(.results|length)]|@tsv' "$T/out")" "$(printf 'true\tfalse\t1')" "fetches it: ended, error gone"
 
 # a server that never answers: -t is a deadline, not a wish
-qb-submit ok.pack >job5.jsonl 2>/dev/null
-qb-submit ok.pack >>job5.jsonl 2>/dev/null
+qb-submit --lookback 0 ok.pack >job5.jsonl 2>/dev/null
+qb-submit --lookback 0 ok.pack >>job5.jsonl 2>/dev/null
 n0=$(stat_of '.requests["GET /v1/batches/{id}"]."200"')
 script '{"on":"GET /v1/batches/*","delay":30}'
 t0=$(date +%s)
@@ -155,7 +155,7 @@ is "$(stat_of '.requests["GET /v1/batches/{id}"]."200"')" "$n0" "no request star
 like "$(cat "$T/err")" "2 jobs still running" "says so"
 
 # Azure and older compatible hosts: capitalised statuses, string times
-qb-submit ok.pack >az.jsonl 2>/dev/null
+qb-submit --lookback 0 ok.pack >az.jsonl 2>/dev/null
 AZ=$(jqr .batch_id az.jsonl)
 FID=$(jqr .input_file_id az.jsonl)
 script "$(jq -nc --arg id "$AZ" --arg f "$FID" '{on:("GET /v1/batches/"+$id),status:200,body:{id:$id,object:"batch",
@@ -178,7 +178,7 @@ is "$(jqr '[.ended,.error.http_status,(.results|join(" "))]|@tsv' "$T/out")" "$(
     "not ended, the 404 kept, the fetched file listed"
 
 # the wait times out
-qb-submit ok.pack >job3.jsonl 2>/dev/null
+qb-submit --lookback 0 ok.pack >job3.jsonl 2>/dev/null
 check_exit 75 "--wait past --timeout" qb-poll -w --interval 0.1 -t 0.3 -d res job3.jsonl
 is "$(jqr .ended "$T/out")" false "the unfinished job is printed"
 like "$(cat "$T/err")" "still running" "says so"
@@ -225,9 +225,23 @@ is "$(sed -n 2p led2.jsonl | jqr .file)" x.jsonl "the intent line is kept"
 check_exit 0 "the same as operand" qb-poll -d res led2.jsonl
 is "$(wc -l <"$T/out" | tr -d ' ')" 1 "only the job is printed"
 
+# -i: the ledger first, then the output. A rewrite that fails (here a
+# file-size limit, as a full disk would) prints nothing, so a run killed
+# or failed between the two never hands a job on twice.
+qb-submit --lookback 0 ok.pack >big.jsonl 2>/dev/null
+jq -c --arg pad "$(head -c 100000 /dev/zero | tr '\0' x)" '.pad=$pad' big.jsonl >big.tmp && mv big.tmp big.jsonl
+clock 5
+cp big.jsonl big.before
+(trap '' XFSZ; ulimit -f 100; exec qb-poll -i big.jsonl -d res) >"$T/out" 2>"$T/err"
+is "$?" 74 "-i: the ledger cannot be rewritten (exit 74)"
+is "$(wc -c <"$T/out" | tr -d ' ')" 0 "-i: nothing printed before the ledger has it"
+check_same big.jsonl big.before "-i: the ledger as it was"
+check_exit 0 "-i: the next run" qb-poll -i big.jsonl -d res
+is "$(jqr '[.ended, (.results|length)]|@tsv' "$T/out")" "$(printf 'true\t1')" "-i: prints the job once, ended, with its file"
+
 # an expired batch: both files
 fake_start --batch-seconds 3 --expire-after-requests 1
-qb-submit ok.pack >ejob.jsonl 2>/dev/null
+qb-submit --lookback 0 ok.pack >ejob.jsonl 2>/dev/null
 clock 5
 E=$(jqr .batch_id ejob.jsonl)
 check_exit 0 "--wait on a batch that expires" qb-poll -w --interval 0.2 -t 30 -d res ejob.jsonl
