@@ -67,10 +67,16 @@ struct opts {
  */
 #define GROUPS_OPEN_MAX 16
 
-/* One open output file per (endpoint, model). */
+/*
+ * One open output file per (endpoint, model, source): the source is the
+ * batch a retry outcome came from ("" for any other item), so that the
+ * retries of one batch pack into files of their own, the same files each
+ * time they are packed, and qb-submit -l knows them by their digest.
+ */
 struct group {
 	char		*endpoint;
 	char		*model;
+	char		*source;
 	struct afile	 af;
 	struct hwrite	 hw;		/* hashes and writes af's file */
 	int		 open;
@@ -95,6 +101,7 @@ struct packer {
 	yajl_gen	 gen;		/* batch file lines */
 	yajl_gen	 rec;		/* pack records */
 	struct buf	 nocr;		/* a body without its CR bytes */
+	struct buf	 key;		/* id, newline, source: for pk->ids */
 	unsigned long	 nin, nbad, nfiles, nblank;
 };
 
@@ -188,19 +195,22 @@ group_lru(struct packer *pk)
 }
 
 static struct group *
-group_get(struct packer *pk, const char *endpoint, const char *model)
+group_get(struct packer *pk, const char *endpoint, const char *model,
+    const char *source)
 {
 	size_t i;
 	struct group *g;
 
 	for (i = 0; i < pk->ng; i++)
 		if (strcmp(pk->g[i]->endpoint, endpoint) == 0 &&
-		    strcmp(pk->g[i]->model, model) == 0)
+		    strcmp(pk->g[i]->model, model) == 0 &&
+		    strcmp(pk->g[i]->source, source) == 0)
 			return pk->g[i];
 	pk->g = xreallocarray(pk->g, pk->ng + 1, sizeof(*pk->g));
 	g = pk->g[pk->ng++] = xcalloc(1, sizeof(*g));
 	g->endpoint = xstrdup(endpoint);
 	g->model = xstrdup(model);
+	g->source = xstrdup(source);
 	return g;
 }
 
@@ -228,7 +238,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	const struct provider *pv = pk->o->prov;
 	char err[256];
 	struct item item;
-	const char *id, *endpoint, *model, *method;
+	const char *id, *endpoint, *model, *method = NULL, *source;
 	int ibody, iout, isnew;
 	size_t idx, n, k;
 	long ninputs;
@@ -310,8 +320,22 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 		return bad(pk, r, "line (%s bytes for id \"%s\"", err, id);
 	}
 
-	/* Refuse a duplicate only once the line is otherwise good. */
-	idx = idmap_put(&pk->ids, id, item.idlen, &isnew);
+	/*
+	 * Refuse a duplicate only once the line is otherwise good. An id may
+	 * come back once from each batch it was retried from: those go to
+	 * files of their own (struct group).
+	 */
+	source = "";
+	if ((iout = json_find(s, -1, "outcome")) >= 0 &&
+	    (method = json_sval(s, iout)) != NULL &&
+	    strcmp(method, "retry") == 0 &&
+	    (source = json_sval(s, json_find(s, -1, "batch_id"))) == NULL)
+		source = "";
+	buf_reset(&pk->key);
+	buf_append(&pk->key, id, item.idlen);
+	buf_putc(&pk->key, '\n');	/* no id holds one */
+	buf_append(&pk->key, source, strlen(source));
+	idx = idmap_put(&pk->ids, pk->key.p, pk->key.len, &isnew);
 	if (!isnew) {
 		yajl_gen_clear(pk->gen);
 		yajl_gen_reset(pk->gen, NULL);
@@ -328,7 +352,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	pk->firstline[idx] = r->lineno;
 	pk->firstfile[idx] = r->name;
 
-	g = group_get(pk, endpoint, model);
+	g = group_get(pk, endpoint, model, source);
 	if (g->open && (g->requests + 1 > pk->o->max_requests ||
 	    g->bytes + (long long)n + 1 > pk->o->max_bytes ||
 	    g->inputs + ninputs > pv->max_inputs))
@@ -348,8 +372,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	g->tokens += (json_string_chars(line + s->span[ibody].off,
 	    s->span[ibody].len) + 3) / 4;
 	/* A retry outcome of qb-reconcile, packed again (qb-submit reads it). */
-	if ((iout = json_find(s, -1, "outcome")) >= 0 &&
-	    (method = json_sval(s, iout)) != NULL && strcmp(method, "retry") == 0)
+	if (iout >= 0 && method != NULL && strcmp(method, "retry") == 0)
 		g->retries++;
 	yajl_gen_clear(pk->gen);
 	yajl_gen_reset(pk->gen, NULL);
@@ -512,6 +535,7 @@ main(int argc, char *argv[])
 		group_finish(&pk, pk.g[i]);
 		free(pk.g[i]->endpoint);
 		free(pk.g[i]->model);
+		free(pk.g[i]->source);
 		free(pk.g[i]);
 	}
 	free(pk.g);
@@ -523,6 +547,7 @@ main(int argc, char *argv[])
 	idmap_free(&pk.ids);
 	buf_free(&pk.scan.strs);
 	buf_free(&pk.nocr);
+	buf_free(&pk.key);
 	yajl_gen_free(pk.gen);
 	yajl_gen_free(pk.rec);
 	free(absdir);

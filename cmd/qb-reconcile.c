@@ -25,16 +25,20 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "afile.h"
 #include "buf.h"
 #include "exits.h"
 #include "idmap.h"
 #include "jobend.h"
+#include "jobs.h"
 #include "jout.h"
 #include "jscan.h"
 #include "json.h"
 #include "jsonl.h"
+#include "ledger.h"
 #include "msg.h"
 #include "opt.h"
 #include "price.h"
@@ -44,8 +48,12 @@
 #include "xmem.h"
 
 static const char usage[] =
-    "[-hquVv] [--strict] [-r file]... [--prices file] [file ...]";
+    "[-hquVv] [--strict] [-d dir [-l ledger]] [-r file]... [--prices file]\n"
+    "       [file ...]";
 static const char help[] =
+    "  -d, --dir DIR         write each job's outcomes to DIR/BATCH.outcomes.jsonl\n"
+    "                        (then to standard output); skip jobs DIR has\n"
+    "  -l, --ledger FILE     with -d: the jobs are the ended ones of ledger FILE\n"
     "  -r, --requests FILE   the requests: batch input or item files, plain\n"
     "                        or .gz (repeatable)\n"
     "      --prices FILE     USD per million tokens, lines of\n"
@@ -58,6 +66,8 @@ struct opts {
 	char		**req;		/* -r files */
 	int		  nreq;
 	const char	 *prices;
+	const char	 *dir;		/* -d */
+	const char	 *ledger;	/* -l */
 	int		  strict, unbuffered;
 };
 
@@ -77,12 +87,17 @@ struct rec {
 	size_t			 njobs;
 	int			*mprice;	/* price of each model; -2 not looked up */
 	size_t			 nmprice;
-	struct prices		 prices;	/* --prices */
+	const struct prices	*prices;	/* --prices */
+	FILE			*out;		/* outcomes go here */
 	struct result_parser	 rp;
 	struct idmap		 self;		/* ids of results joined to themselves */
+	uint8_t			*selfout;	/* the outcome each was given */
 	struct json_scan	 sscan;		/* of such results */
 	yajl_gen		 g;
 	unsigned long		 nout[3], npending, nunclaimed, nunknown, ndup, nbad;
+	unsigned long		 nsuper;	/* retries a later done or dead stood over */
+	unsigned long		 nreq;		/* -d: requests of the jobs done */
+	unsigned long		 njobsdone, njobsskip, njobsopen;	/* -d */
 	unsigned long		 nraw;		/* result lines read outside any job */
 	unsigned long		 naccount;	/* results failed for the account */
 	unsigned long long	 tin, tout;
@@ -112,7 +127,7 @@ cost(struct rec *rc, const struct req *q, const struct result *r)
 {
 	int p = -1;
 
-	if (rc->prices.n == 0 || r->in_tok < 0)
+	if (rc->prices->n == 0 || r->in_tok < 0)
 		return -1;
 	/* Models are added as files are indexed, between outcomes. */
 	for (; rc->nmprice < rc->ri.models.n; rc->nmprice++) {
@@ -122,14 +137,14 @@ cost(struct rec *rc, const struct req *q, const struct result *r)
 	}
 	if (q != NULL && q->model > 0) {
 		if (rc->mprice[q->model - 1] == -2)
-			rc->mprice[q->model - 1] = price_find(&rc->prices,
+			rc->mprice[q->model - 1] = price_find(rc->prices,
 			    idmap_key(&rc->ri.models, q->model - 1));
 		p = rc->mprice[q->model - 1];
 	}
-	if (p < 0 && (p = price_find(&rc->prices, r->model)) < 0)
+	if (p < 0 && (p = price_find(rc->prices, r->model)) < 0)
 		return -1;
-	return ((double)r->in_tok * rc->prices.p[p].in +
-	    (double)r->out_tok * rc->prices.p[p].out) / 1e6;
+	return ((double)r->in_tok * rc->prices->p[p].in +
+	    (double)r->out_tok * rc->prices->p[p].out) / 1e6;
 }
 
 /* Open the outcome of id from result r (q: its request, or NULL). */
@@ -164,9 +179,12 @@ static void
 tail(struct rec *rc)
 {
 	jout_close(rc->g);
-	if (jout_line(rc->g, stdout) == -1 ||
-	    (rc->o->unbuffered && fflush(stdout) == EOF))
-		qb_diesys(QB_EX_IOERR, "write error on standard output");
+	if (jout_line(rc->g, rc->out) == -1 || (rc->out == stdout &&
+	    rc->o->unbuffered && fflush(stdout) == EOF)) {
+		if (rc->out == stdout)
+			qb_diesys(QB_EX_IOERR, "write error on standard output");
+		rc->ioerr = 1;	/* a job's file: said when it is committed */
+	}
 }
 
 /* Write the outcome of request idx from result r. */
@@ -206,6 +224,7 @@ self_join(struct rec *rc, const struct jsonl_reader *r,
 	static const char *const none[] = { NULL };
 	const struct json_scan *s = &rc->sscan;
 	char err[256];
+	size_t i;
 	int isnew;
 
 	if (res->kind != RESULT_QB ||
@@ -215,8 +234,19 @@ self_join(struct rec *rc, const struct jsonl_reader *r,
 	if (json_scan(&rc->sscan, line, len, err, sizeof(err)) == -1 ||
 	    (json_find(s, -1, "body") < 0 && json_find(s, -1, "params") < 0))
 		return 0;
-	idmap_put(&rc->self, res->id, res->idlen, &isnew);
-	if (!isnew) {
+	i = idmap_put(&rc->self, res->id, res->idlen, &isnew);
+	if (isnew) {
+		rc->selfout = xreallocarray(rc->selfout, rc->self.n,
+		    sizeof(*rc->selfout));
+		rc->selfout[i] = (uint8_t)res->outcome;
+	} else if (rc->selfout[i] == OUTCOME_RETRY &&
+	    res->outcome != OUTCOME_RETRY) {
+		qb_lwarn(r->name, r->lineno, "result for id \"%s\": %s stands "
+		    "over the retry written before", res->id,
+		    result_outcome_word(res->outcome));
+		rc->selfout[i] = (uint8_t)res->outcome;
+		rc->nsuper++;
+	} else {
 		qb_lwarn(r->name, r->lineno, "duplicate result for id \"%s\"; "
 		    "the first one stands", res->id);
 		rc->ndup++;
@@ -246,7 +276,16 @@ take_result(struct rec *rc, const struct jsonl_reader *r,
 		return;
 	}
 	q = &rc->ri.req[idx];
-	if (q->state != 0) {
+	/*
+	 * A done or dead stands over a retry whatever the order: a batch of
+	 * retries may have ended before the first batch's answers were read.
+	 */
+	if (q->state == 1 + OUTCOME_RETRY && res->outcome != OUTCOME_RETRY) {
+		qb_lwarn(r->name, r->lineno, "result for id \"%s\": %s stands "
+		    "over the retry written before", res->id,
+		    result_outcome_word(res->outcome));
+		rc->nsuper++;
+	} else if (q->state != 0) {
 		qb_lwarn(r->name, r->lineno, "duplicate result for id \"%s\"; "
 		    "the first one (%s) stands", res->id,
 		    result_outcome_word((enum result_outcome)(q->state - 1)));
@@ -437,6 +476,8 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 	yajl_tree_free(v);
 }
 
+static void job_unit(struct rec *, const char *, unsigned long, const char *);
+
 /* One line of an operand: a result or a job record. */
 static void
 take_line(struct rec *rc, struct jsonl_reader *r, const char *line, size_t len)
@@ -454,7 +495,10 @@ take_line(struct rec *rc, struct jsonl_reader *r, const char *line, size_t len)
 	}
 	if (rv == 1 && json_sval(s, json_find(s, -1, "batch_id")) != NULL &&
 	    json_find(s, -1, "id") < 0) {
-		take_job(rc, r, line);
+		if (rc->o->dir != NULL)
+			job_unit(rc, r->name, r->lineno, line);
+		else
+			take_job(rc, r, line);
 		return;
 	}
 	/* A ledger's intent line (qb-submit) names no batch: nothing to join. */
@@ -517,23 +561,50 @@ finish(struct rec *rc)
 static void
 summary(const struct rec *rc)
 {
-	char c[64] = "", un[96] = "";
+	char c[64] = "", un[96] = "", dd[160] = "", sup[64] = "";
+	unsigned long nreq;
 	size_t n;
 
-	if (rc->nunclaimed > 0)
+	if (rc->nunclaimed > 0 && rc->o->dir == NULL)
 		snprintf(un, sizeof(un), "; %lu in no job read, left without "
 		    "outcome", rc->nunclaimed);
-	if (rc->prices.n > 0) {
+	if (rc->prices->n > 0) {
 		n = (size_t)snprintf(c, sizeof(c), "; cost $%.8f", rc->cost);
 		while (n > 0 && c[n - 1] == '0' && c[n - 3] != '.')
 			c[--n] = '\0';
 	}
-	qb_warn("%zu request%s: %lu done, %lu retry, %lu dead, %lu pending; "
-	    "%lu unknown, %lu duplicate; tokens in %llu out %llu%s%s",
-	    rc->ri.ids.n + rc->self.n, rc->ri.ids.n + rc->self.n == 1 ? "" : "s",
+	if (rc->nsuper > 0)
+		snprintf(sup, sizeof(sup), ", %lu retry stood over", rc->nsuper);
+	if (rc->o->dir != NULL)
+		snprintf(dd, sizeof(dd), "; jobs: %lu reconciled into %s, %lu "
+		    "there already, %lu left for a later run", rc->njobsdone,
+		    rc->o->dir, rc->njobsskip, rc->njobsopen);
+	nreq = rc->o->dir != NULL ? rc->nreq + (unsigned long)rc->self.n :
+	    (unsigned long)(rc->ri.ids.n + rc->self.n);
+	qb_warn("%lu request%s: %lu done, %lu retry, %lu dead, %lu pending; "
+	    "%lu unknown, %lu duplicate%s; tokens in %llu out %llu%s%s%s",
+	    nreq, nreq == 1 ? "" : "s",
 	    rc->nout[OUTCOME_DONE], rc->nout[OUTCOME_RETRY],
-	    rc->nout[OUTCOME_DEAD], rc->npending, rc->nunknown, rc->ndup,
-	    rc->tin, rc->tout, c, un);
+	    rc->nout[OUTCOME_DEAD], rc->npending, rc->nunknown, rc->ndup, sup,
+	    rc->tin, rc->tout, c, un, dd);
+}
+
+/* A state for one run, or (-d) one job: the -r files indexed. */
+static void
+rec_init(struct rec *rc, struct opts *o, const struct prices *prices)
+{
+	int k;
+
+	memset(rc, 0, sizeof(*rc));
+	rc->o = o;
+	rc->g = jout_new();
+	rc->prices = prices;
+	rc->out = stdout;
+	reqindex_init(&rc->ri, ownkeys, o->strict);
+	idmap_init(&rc->self);
+	for (k = 0; k < o->nreq; k++)
+		if (reqindex_file(&rc->ri, o->req[k], 0) == -1)
+			qb_diesys(QB_EX_NOINPUT, "%s", o->req[k]);
 }
 
 /* Free what rc holds, so that leak checkers see none at exit. */
@@ -547,9 +618,8 @@ rec_free(struct rec *rc)
 		jobend_free(&rc->jobs[i].end);
 	}
 	free(rc->jobs);
-	prices_free(&rc->prices);
 	free(rc->mprice);
-	free(rc->o->req);
+	free(rc->selfout);
 	reqindex_free(&rc->ri);
 	idmap_free(&rc->self);
 	buf_free(&rc->sscan.strs);
@@ -557,10 +627,155 @@ rec_free(struct rec *rc)
 	yajl_gen_free(rc->g);
 }
 
+/* Add what job state j counted to the run's. */
+static void
+rec_add(struct rec *all, const struct rec *j)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		all->nout[i] += j->nout[i];
+	all->npending += j->npending;
+	all->nunknown += j->nunknown;
+	all->ndup += j->ndup;
+	all->nsuper += j->nsuper;
+	all->nbad += j->nbad + j->ri.nbad;
+	all->naccount += j->naccount;
+	all->tin += j->tin;
+	all->tout += j->tout;
+	all->cost += j->cost;
+	all->ioerr |= j->ioerr;
+	all->unread |= j->unread;
+	for (i = 0; i < 3; i++)
+		all->nreq += j->nout[i];
+	all->nreq += j->npending;
+}
+
+/* Copy the file at path to standard output. */
+static void
+copy_out(const char *path)
+{
+	char b[1 << 16];
+	FILE *fp;
+	size_t n;
+
+	if ((fp = fopen(path, "r")) == NULL)
+		qb_diesys(QB_EX_IOERR, "%s", path);
+	while ((n = fread(b, 1, sizeof(b), fp)) > 0)
+		if (fwrite(b, 1, n, stdout) != n)
+			qb_diesys(QB_EX_IOERR, "write error on standard output");
+	if (ferror(fp))
+		qb_diesys(QB_EX_IOERR, "%s", path);
+	fclose(fp);
+	if (fflush(stdout) == EOF)
+		qb_diesys(QB_EX_IOERR, "write error on standard output");
+}
+
+/*
+ * -d: the job record at line (from r, its line lineno) is reconciled
+ * alone, in a state of its own, into DIR/BATCH.outcomes.jsonl (temporary
+ * name, fsync, rename), which is then copied to standard output. That
+ * file is custody: a job that has one is skipped, so a run killed at any
+ * point and run again writes each job's outcomes once. A job not ended,
+ * or whose requests are left pending (its batch file or a results file
+ * unreadable or damaged), gets no file, and a later run tries again.
+ */
+static void
+job_unit(struct rec *all, const char *name, unsigned long lineno,
+    const char *line)
+{
+	struct rec jr;
+	struct jsonl_reader r;
+	struct afile a;
+	struct buf path = BUF_INIT;
+	struct stat st;
+	char err[256];
+	yajl_val v = json_tree(line, err, sizeof(err)), ended;
+	const char *bid;
+	int isended;
+
+	memset(&r, 0, sizeof(r));
+	r.name = xstrdup(name);
+	r.lineno = lineno;
+	bid = v != NULL ? json_str(v, "batch_id") : NULL;
+	if (bid == NULL || *bid == '\0' || *bid == '.' ||
+	    strchr(bid, '/') != NULL) {
+		qb_lwarn(name, lineno, "job record: %s", v == NULL ? err :
+		    "\"batch_id\" is not a usable file name");
+		yajl_tree_free(v);
+		free(r.name);
+		reject(all);
+		return;
+	}
+	ended = json_get(v, "ended");
+	isended = YAJL_IS_TRUE(ended) || (!YAJL_IS_FALSE(ended) &&
+	    jobend_final(json_str(v, "status")));
+	buf_printf(&path, "%s/%s.outcomes.jsonl", all->o->dir, bid);
+	if (!isended || stat(path.p, &st) == 0) {
+		if (isended) {
+			qb_note(1, "job %s: reconciled before (%s)", bid, path.p);
+			all->njobsskip++;
+		} else
+			all->njobsopen++;
+		yajl_tree_free(v);
+		buf_free(&path);
+		free(r.name);
+		return;
+	}
+	rec_init(&jr, all->o, all->prices);
+	if (afile_open(&a, path.p) == -1)
+		qb_diesys(QB_EX_IOERR, "%s", path.p);
+	jr.out = a.fp;
+	take_job(&jr, &r, line);
+	finish(&jr);
+	rec_add(all, &jr);
+	if (jr.unread || jr.npending > 0 || jr.ioerr) {
+		afile_abort(&a);
+		qb_warn("job %s: not reconciled%s; a later run tries again", bid,
+		    jr.ioerr ? ": write error" : "");
+		all->njobsopen++;
+	} else if (afile_commit(&a, NULL) == -1) {
+		qb_warnsys("%s", path.p);
+		all->ioerr = 1;
+		all->njobsopen++;
+	} else {
+		qb_note(1, "job %s: outcomes in %s", bid, path.p);
+		all->njobsdone++;
+		copy_out(path.p);
+	}
+	rec_free(&jr);
+	yajl_tree_free(v);
+	buf_free(&path);
+	free(r.name);
+}
+
+/* -l: every job of the ledger, read under a shared lock, to job_unit. */
+static void
+take_ledger(struct rec *rc)
+{
+	struct ledger led;
+	struct jobs js;
+	struct jobrec *j;
+	size_t i;
+
+	jobs_init(&js, sizeof(struct jobrec), rc->o->strict);
+	ledger_init(&led, rc->o->ledger);
+	jobs_load(&js, &led, NULL, NULL, 0);
+	rc->nbad += js.nbad;
+	for (i = 0; i < js.n; i++) {
+		j = jobs_at(&js, i);
+		job_unit(rc, j->src, j->lineno, j->line);
+	}
+	jobs_free(&js);
+	ledger_free(&led);
+}
+
 int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "ledger", required_argument, NULL, 'l' },
 		{ "prices", required_argument, NULL, 'P' },
 		{ "requests", required_argument, NULL, 'r' },
 		{ "strict", no_argument, NULL, 'S' },
@@ -569,6 +784,7 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	static char *stdin_only[] = { "-" };
+	struct prices prices = PRICES_INIT;
 	struct opts o;
 	struct rec rc;
 	struct jsonl_reader r;
@@ -579,8 +795,15 @@ main(int argc, char *argv[])
 
 	qb_setprog(argv[0]);
 	memset(&o, 0, sizeof(o));
-	while ((ch = getopt_long(argc, argv, "hqr:uVv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "d:hl:qr:uVv", longopts,
+	    NULL)) != -1) {
 		switch (ch) {
+		case 'd':
+			o.dir = optarg;
+			break;
+		case 'l':
+			o.ledger = optarg;
+			break;
 		case 'P':
 			o.prices = optarg;
 			break;
@@ -600,8 +823,17 @@ main(int argc, char *argv[])
 			qb_common_opt(ch, usage, help);
 		}
 	}
+	if (o.ledger != NULL && o.dir == NULL)
+		qb_die(QB_EX_USAGE, "-l needs -d: the outcome files say which "
+		    "jobs were reconciled");
+	if (o.dir != NULL && nstdin > 0)
+		qb_die(QB_EX_USAGE, "-d reads the -r files again for each job: "
+		    "name files, not standard input");
+	if (o.dir != NULL)
+		afile_need_dir(o.dir);
+	/* With -l and no operands, the ledger is all the input. */
 	files = argc > optind ? argv + optind : stdin_only;
-	nfile = argc > optind ? argc - optind : 1;
+	nfile = argc > optind ? argc - optind : o.ledger != NULL ? 0 : 1;
 	for (k = 0; k < nfile; k++) {
 		if (strcmp(files[k], "-") == 0)
 			nstdin++;
@@ -617,17 +849,12 @@ main(int argc, char *argv[])
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 
-	memset(&rc, 0, sizeof(rc));
-	rc.o = &o;
-	rc.g = jout_new();
-	reqindex_init(&rc.ri, ownkeys, o.strict);
-	idmap_init(&rc.self);
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	if (o.prices != NULL)
-		rc.nbad += prices_load(&rc.prices, o.prices, o.strict);
-	for (k = 0; k < o.nreq; k++)
-		if (reqindex_file(&rc.ri, o.req[k], 0) == -1)
-			qb_diesys(QB_EX_NOINPUT, "%s", o.req[k]);
+	k = o.prices != NULL ? (int)prices_load(&prices, o.prices, o.strict) : 0;
+	rec_init(&rc, &o, &prices);
+	rc.nbad += (unsigned long)k;
+	if (o.ledger != NULL)
+		take_ledger(&rc);
 	for (k = 0; k < nfile; k++) {
 		if (jsonl_open(&r, files[k]) == -1) {
 			qb_warnsys("%s", files[k]);
@@ -661,5 +888,7 @@ main(int argc, char *argv[])
 	else
 		k = QB_EX_OK;
 	rec_free(&rc);
+	prices_free(&prices);
+	free(o.req);
 	return k;
 }

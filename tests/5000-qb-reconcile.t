@@ -22,7 +22,7 @@ job() { _f=$1; shift; jq -nc "$@" >"$_f"; }
 
 # options and exit statuses
 check_exit 0 "-h" qb-reconcile -h
-like "$(cat "$T/out")" "usage: qb-reconcile [-hquVv] [--strict] [-r file]... [--prices file]" "-h prints the synopsis"
+like "$(cat "$T/out")" "usage: qb-reconcile [-hquVv] [--strict] [-d dir [-l ledger]] [-r file]... [--prices file]" "-h prints the synopsis"
 check_exit 0 "-V" qb-reconcile -V
 like "$(cat "$T/out")" "qb-reconcile 0." "-V prints the version"
 check_exit 64 "unknown option" qb-reconcile --nope
