@@ -32,6 +32,7 @@
 #include "num.h"
 #include "opt.h"
 #include "provider.h"
+#include "retryset.h"
 #include "sha256.h"
 #include "xmem.h"
 
@@ -77,6 +78,7 @@ struct group {
 	char		*endpoint;
 	char		*model;
 	char		*source;
+	size_t		 idx;		/* its place in packer.g */
 	struct afile	 af;
 	struct hwrite	 hw;		/* hashes and writes af's file */
 	int		 open;
@@ -102,6 +104,8 @@ struct packer {
 	yajl_gen	 rec;		/* pack records */
 	struct buf	 nocr;		/* a body without its CR bytes */
 	struct buf	 key;		/* id, newline, source: for pk->ids */
+	struct retryset	 rs;		/* retries with a source, held to the end */
+	unsigned long	 nfinal;	/* final outcomes read (not packed) */
 	unsigned long	 nin, nbad, nfiles, nblank;
 };
 
@@ -207,7 +211,8 @@ group_get(struct packer *pk, const char *endpoint, const char *model,
 		    strcmp(pk->g[i]->source, source) == 0)
 			return pk->g[i];
 	pk->g = xreallocarray(pk->g, pk->ng + 1, sizeof(*pk->g));
-	g = pk->g[pk->ng++] = xcalloc(1, sizeof(*g));
+	g = pk->g[pk->ng] = xcalloc(1, sizeof(*g));
+	g->idx = pk->ng++;
 	g->endpoint = xstrdup(endpoint);
 	g->model = xstrdup(model);
 	g->source = xstrdup(source);
@@ -226,6 +231,47 @@ bad(struct packer *pk, struct jsonl_reader *r, const char *fmt, const char *a,
 	return -1;
 }
 
+/*
+ * Write the batch line out (n bytes, no newline) into group g's file,
+ * first finishing the file it would take past a cap: a request of
+ * ninputs embedding inputs and about tokens prompt tokens, from a retry
+ * outcome if retry.
+ */
+static void
+put(struct packer *pk, struct group *g, const char *out, size_t n,
+    long ninputs, long long tokens, int retry)
+{
+	if (g->open && (g->requests + 1 > pk->o->max_requests ||
+	    g->bytes + (long long)n + 1 > pk->o->max_bytes ||
+	    g->inputs + ninputs > pk->o->prov->max_inputs))
+		group_finish(pk, g);
+	if (!g->open) {
+		if (pk->nopen == GROUPS_OPEN_MAX)
+			group_finish(pk, group_lru(pk));
+		group_start(pk, g);
+	}
+	g->used = ++pk->tick;
+	if (hwrite_put(&g->hw, out, n) == -1 || hwrite_put(&g->hw, "\n", 1) == -1)
+		qb_diesys(QB_EX_IOERR, "%s: write error", g->af.tmp);
+	g->requests++;
+	g->bytes += (long long)n + 1;
+	g->inputs += ninputs;
+	g->tokens += tokens;
+	/* A retry outcome of qb-reconcile, packed again (qb-submit reads it). */
+	g->retries += retry;
+}
+
+/* retryset_each callback: a held retry goes into its group's file. */
+static int
+put_retry(void *arg, size_t group, const char *line, size_t len, long ninputs,
+    long long tokens)
+{
+	struct packer *pk = arg;
+
+	put(pk, pk->g[group], line, len, ninputs, tokens, 1);
+	return 0;
+}
+
 /* Only the request body's own members matter below the top level. */
 static const char *const bodykeys[] = { "body", "params", NULL };
 
@@ -238,16 +284,30 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	const struct provider *pv = pk->o->prov;
 	char err[256];
 	struct item item;
-	const char *id, *endpoint, *model, *method = NULL, *source;
-	int ibody, iout, isnew;
+	const char *id, *endpoint, *model, *source;
+	int ibody, iout, isnew, retry;
+	long long tokens;
 	size_t idx, n, k;
 	long ninputs;
 	struct group *g;
 	const unsigned char *out;
 	const char *body;
 
-	if (item_check(s, line, len, pv, &item, err, sizeof(err)) == -1)
+	if (item_check(s, line, len, pv, &item, err, sizeof(err)) == -1) {
+		/*
+		 * A final outcome is not an item: it is skipped, and keeps its
+		 * id's retries from being packed again (retryset.h).
+		 */
+		if (item.outcome != NULL && (strcmp(item.outcome, "done") == 0 ||
+		    strcmp(item.outcome, "dead") == 0) && (iout = json_find(s, -1,
+		    "id")) >= 0 && json_sval(s, iout) != NULL) {
+			retryset_final(&pk->rs, json_sval(s, iout),
+			    s->span[iout].slen);
+			pk->nfinal++;
+			return 0;
+		}
 		return bad(pk, r, "%s", err, NULL);
+	}
 	id = item.id;
 	ibody = item.ibody;
 	endpoint = item.endpoint != NULL ? item.endpoint : pk->o->endpoint;
@@ -325,11 +385,9 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	 * come back once from each batch it was retried from: those go to
 	 * files of their own (struct group).
 	 */
-	source = "";
-	if ((iout = json_find(s, -1, "outcome")) >= 0 &&
-	    (method = json_sval(s, iout)) != NULL &&
-	    strcmp(method, "retry") == 0 &&
-	    (source = json_sval(s, json_find(s, -1, "batch_id"))) == NULL)
+	retry = item.outcome != NULL && strcmp(item.outcome, "retry") == 0;
+	source = retry ? json_sval(s, json_find(s, -1, "batch_id")) : NULL;
+	if (source == NULL)
 		source = "";
 	buf_reset(&pk->key);
 	buf_append(&pk->key, id, item.idlen);
@@ -353,27 +411,16 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	pk->firstfile[idx] = r->name;
 
 	g = group_get(pk, endpoint, model, source);
-	if (g->open && (g->requests + 1 > pk->o->max_requests ||
-	    g->bytes + (long long)n + 1 > pk->o->max_bytes ||
-	    g->inputs + ninputs > pv->max_inputs))
-		group_finish(pk, g);
-	if (!g->open) {
-		if (pk->nopen == GROUPS_OPEN_MAX)
-			group_finish(pk, group_lru(pk));
-		group_start(pk, g);
-	}
-	g->used = ++pk->tick;
-	if (hwrite_put(&g->hw, out, n) == -1 || hwrite_put(&g->hw, "\n", 1) == -1)
-		qb_diesys(QB_EX_IOERR, "%s: write error", g->af.tmp);
-	g->requests++;
-	g->bytes += (long long)n + 1;
-	g->inputs += ninputs;
-	/* Prompt tokens, as characters of the body's strings / 4 (an estimate). */
-	g->tokens += (json_string_chars(line + s->span[ibody].off,
+	tokens = (json_string_chars(line + s->span[ibody].off,
 	    s->span[ibody].len) + 3) / 4;
-	/* A retry outcome of qb-reconcile, packed again (qb-submit reads it). */
-	if (iout >= 0 && method != NULL && strcmp(method, "retry") == 0)
-		g->retries++;
+	if (*source != '\0') {
+		/* Sorted and sifted once the whole input is read. */
+		if (retryset_add(&pk->rs, g->idx, id, item.idlen,
+		    (const char *)out, n, ninputs, tokens) == -1)
+			qb_diesys(QB_EX_IOERR, "cannot hold retries in a "
+			    "temporary file");
+	} else
+		put(pk, g, (const char *)out, n, ninputs, tokens, retry);
 	yajl_gen_clear(pk->gen);
 	yajl_gen_reset(pk->gen, NULL);
 	return 0;
@@ -491,6 +538,7 @@ main(int argc, char *argv[])
 	pk.rec = jout_new();
 	pk.scan.deep = bodykeys;
 	idmap_init(&pk.ids);
+	retryset_init(&pk.rs);
 	files = argc > 0 ? argv : stdin_only;
 	nfile = argc > 0 ? argc : 1;
 	opened = xcalloc((size_t)nfile, sizeof(*opened));
@@ -531,6 +579,10 @@ main(int argc, char *argv[])
 		r.name = NULL;
 		jsonl_close(&r);
 	}
+	if (retryset_each(&pk.rs, put_retry, &pk) == -1) {
+		abort_all(&pk);
+		qb_diesys(QB_EX_IOERR, "cannot read back the retries held");
+	}
 	for (i = 0; i < pk.ng; i++) {
 		group_finish(&pk, pk.g[i]);
 		free(pk.g[i]->endpoint);
@@ -548,12 +600,14 @@ main(int argc, char *argv[])
 	buf_free(&pk.scan.strs);
 	buf_free(&pk.nocr);
 	buf_free(&pk.key);
+	retryset_free(&pk.rs);
 	yajl_gen_free(pk.gen);
 	yajl_gen_free(pk.rec);
 	free(absdir);
 	qb_note(1, "%lu lines, %lu packed into %lu file%s, %lu rejected, "
-	    "%lu blank skipped", pk.nin, pk.nin - pk.nbad, pk.nfiles,
-	    pk.nfiles == 1 ? "" : "s", pk.nbad, pk.nblank);
+	    "%lu final outcomes and %lu blank lines skipped", pk.nin,
+	    pk.nin - pk.nbad - pk.nfinal, pk.nfiles, pk.nfiles == 1 ? "" : "s",
+	    pk.nbad, pk.nfinal, pk.nblank);
 	qb_close_stdout();
 	if (rc == QB_EX_OK && pk.nbad > 0)
 		rc = QB_EX_PARTIAL;

@@ -169,6 +169,13 @@ main(int argc, char *argv[])
 	o.so.array = 1;
 	o.so.array_tokens = 300000;
 	o.su.lookback = 48 * 3600;
+	o.su.grace = 600;
+	if ((env = getenv("QB_CREATE_GRACE")) != NULL && *env != '\0') {
+		o.su.grace = qb_parse_seconds(env, &errstr);
+		if (errstr != NULL)
+			qb_die(QB_EX_CONFIG, "QB_CREATE_GRACE \"%s\" is %s", env,
+			    errstr);
+	}
 	if ((env = getenv("QB_TOKEN_BUDGET")) != NULL && *env != '\0') {
 		o.budget = qb_strtonum(env, 0, 1LL << 50, &errstr);
 		if (errstr != NULL)

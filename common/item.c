@@ -36,6 +36,7 @@ item_check(struct json_scan *s, const char *line, size_t len,
 	memset(it, 0, sizeof(*it));
 	if (json_scan(s, line, len, err, errlen) == -1)
 		return -1;
+	it->outcome = json_sval(s, json_find(s, -1, "outcome"));
 	if (s->nspan == JSON_SPANS_MAX)
 		return why(err, errlen, "more than %d members in the record and "
 		    "its body; no more are read", JSON_SPANS_MAX);

@@ -20,6 +20,9 @@ struct item {
 	int		 ibody;		/* span of "body", else "params" */
 	const char	*endpoint;	/* "url", else "endpoint", else NULL */
 	const char	*model;		/* the body's "model", non-empty */
+	const char	*outcome;	/* "outcome", a string, or NULL: filled
+					   once the record scans, even when a
+					   check after that fails */
 };
 
 /*

@@ -31,12 +31,6 @@
 #include "submit.h"
 #include "xmem.h"
 
-/*
- * Seconds after an unrecorded create during which its batch may still
- * appear: a create the server took in late, after qb gave up on it.
- */
-#define INFLIGHT	600
-
 static int
 ishex64(const char *s)
 {
@@ -46,6 +40,22 @@ ishex64(const char *s)
 		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
 			return 0;
 	return n == 64;
+}
+
+/*
+ * Whether batch pj ended with none of its requests completed, so that a
+ * file made of retries alone may go again: what failed in it came back as
+ * retries, or as dead outcomes that qb-pack leaves out of the file when it
+ * is packed again. Unknown counts count as run (never pay twice), unless
+ * the batch failed as a whole and said why. Only completed requests count:
+ * some hosts count expired requests as failed (qb-providers(7)).
+ */
+static int
+ran_nothing(const struct provider_job *pj)
+{
+	if (!pj->ended)
+		return 0;
+	return pj->has_counts ? pj->completed == 0 : pj->errors != NULL;
 }
 
 /* The connection to p; a bad configuration exits 78 before it is made. */
@@ -134,7 +144,9 @@ record(struct submit *r, yajl_val rec, const struct provider *p,
  * adopt it rather than pay again. With at set, the ledger holds an intent
  * for sha made then and no job after it (a create whose outcome went
  * unrecorded): the provider's batches since an hour before are searched,
- * and a miss within INFLIGHT seconds of the intent holds the file. With
+ * and a miss within r->o->grace seconds of the intent holds the file (a
+ * create the server took in late, after qb gave up on it, may still make
+ * its batch). With
  * at NULL, no job holds the digest (another ledger's run, or one without
  * a ledger, may have made its batch): the batches of the last
  * r->o->lookback seconds are searched, only where batches carry the
@@ -176,12 +188,11 @@ adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
 		r->nnot++;
 		return 1;
 	}
-	if (batch == NULL && t > 0 && time(NULL) - t < INFLIGHT) {
+	if (batch == NULL && t > 0 && (double)(time(NULL) - t) < r->o->grace) {
 		/* A create the server got late may not be listed yet. */
 		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: no batch yet "
 		    "from the unrecorded submit of %s, which may still be made; "
-		    "run again after %d minutes from then", file, at,
-		    INFLIGHT / 60);
+		    "run again %g s after then", file, at, r->o->grace);
 		r->ninflight++;
 		r->nnot++;
 		return 1;
@@ -201,8 +212,7 @@ adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
 	}
 	json_int(rec, "requests", &req);
 	json_int(rec, "retries", &ret);
-	if (at == NULL && req > 0 && ret == req && pj.ended &&
-	    (pj.has_counts ? pj.completed == 0 : pj.errors != NULL)) {
+	if (at == NULL && req > 0 && ret == req && ran_nothing(&pj)) {
 		qb_note(1, "%s: batch %s made for it ended %s with nothing run; "
 		    "its retries are submitted again", file, pj.id, pj.status);
 		free(r->reuse);
@@ -285,13 +295,7 @@ again(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
 		yajl_tree_free(batch);
 		return 1;
 	}
-	/*
-	 * Unknown counts count as "ran" (never pay twice), unless the batch
-	 * failed as a whole and said why. Only completed requests count:
-	 * expired requests are counted as failed by some hosts (§1.9).
-	 */
-	if (retries && pj.ended && (pj.has_counts ? pj.completed == 0 :
-	    pj.errors != NULL)) {
+	if (retries && ran_nothing(&pj)) {
 		skip = 0;
 		qb_note(1, "%s: batch %s ended%s%s with nothing run; its "
 		    "retries are submitted again", file, bid,

@@ -19,6 +19,8 @@ struct submit_opts {
 	int		 strict;	/* a bad record exits 65 */
 	long long	 budget;	/* enqueued tokens per model; 0: none */
 	double		 wait;		/* s to wait for room under the budget */
+	double		 grace;		/* s after an unrecorded create in which its
+					   batch may still appear (QB_CREATE_GRACE) */
 	double		 lookback;	/* s of the provider's batches searched for
 					   a file no job holds; 0: none */
 };

@@ -5,7 +5,7 @@
 # standing over a retry whatever order the results come in.
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null 2>&1 || skip_all "jq is needed"
-plan 29
+plan 32
 
 cd "$T" || exit 1
 fake_start --batch-seconds 0.3
@@ -82,4 +82,14 @@ qb-pack -d pk retries.jsonl >again 2>/dev/null
 is "$(jqr .sha256 again)" "$(cat sha1)" "pack: the same files again"
 { r y1 ""; r y1 ""; } >dup.jsonl
 check_exit 1 "pack: a duplicate within one source is refused" qb-pack -d pk dup.jsonl
+# Sorted by id within a batch's retries, and an id with a final outcome
+# anywhere in the input left out: what the retry batch of batch_A gives
+# back packs into the same file as batch_A's own retries.
+{ r y3 batch_C; r y2 batch_C; r y1 batch_C; r y4 batch_C; } >c.jsonl
+printf '{"id":"y4","outcome":"dead","batch_id":"batch_D"}\n' >d.jsonl
+{ r y2 batch_D; r y1 batch_D; r y3 batch_D; } >>d.jsonl
+check_exit 0 "pack: outcome files of two batches, one id dead" qb-pack -d pk c.jsonl d.jsonl
+is "$(jqr .sha256 "$T/out" | sort -u | wc -l | tr -d ' '):$(jqr .requests "$T/out" | tr '\n' ' ')" "1:3 3 " \
+    "pack: the same file from either batch, without the dead id"
+is "$(cat "$(jqr .file "$T/out" | head -n 1)" | jqr .custom_id | tr '\n' ' ')" "y1 y2 y3 " "pack: sorted by id"
 done_testing
