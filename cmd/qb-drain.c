@@ -82,6 +82,7 @@ struct run {
 	struct queue	*q;
 	struct deadletter dead;
 	FILE		*out;
+	const char	*outname;	/* for messages: the -o file or "standard output" */
 	struct afile	 af;
 	int		 atomic;
 	yajl_gen	 g;
@@ -92,7 +93,7 @@ static void
 put(struct run *R, FILE *fp)
 {
 	if (jout_line(R->g, fp) == -1)
-		qb_diesys(QB_EX_IOERR, "write error");
+		qb_diesys(QB_EX_IOERR, "%s: write error", R->outname);
 }
 
 /* The item record for message m into R->g. */
@@ -205,7 +206,7 @@ handon(struct run *R, struct qbatch *b)
 		put(R, R->out);
 	}
 	if (fflush(R->out) != 0)
-		qb_diesys(QB_EX_IOERR, "write error");
+		qb_diesys(QB_EX_IOERR, "%s: write error", R->outname);
 	if (o->commit && b->n > 0) {
 		if (R->atomic) {
 			if (afile_commit(&R->af, NULL) == -1)
@@ -213,7 +214,7 @@ handon(struct run *R, struct qbatch *b)
 			R->atomic = 0;
 			R->out = NULL;
 		} else if (fsync(fileno(R->out)) == -1)
-			qb_diesys(QB_EX_IOERR, "fsync of the output");
+			qb_diesys(QB_EX_IOERR, "%s: fsync", R->outname);
 		delete_all(R, b);
 	}
 }
@@ -445,10 +446,12 @@ main(int argc, char *argv[])
 	R.o = &o;
 	R.g = jout_new();
 	R.out = stdout;
+	R.outname = "standard output";
 	if (o.out != NULL && strcmp(o.out, "-") != 0 && !o.enqueue) {
 		if (afile_open(&R.af, o.out) == -1)
 			qb_diesys(QB_EX_IOERR, "%s", o.out);
 		R.out = R.af.fp;
+		R.outname = o.out;
 		R.atomic = 1;
 	}
 	R.dead.path = o.dl;
