@@ -194,17 +194,56 @@ handon(struct run *R, struct qbatch *b)
 	if (nlow > 0 && R->q->extend != NULL &&
 	    R->q->extend(R->q, b->m, b->n, o->vis) != 0)
 		R->rc = QB_EX_PARTIAL;
-	for (i = 0; i < b->n; i++) {
-		if (b->m[i].receipt == NULL)
+	for (i = k = 0; i < b->n; i++) {
+		struct qmsg *m = &b->m[i];
+		const unsigned char *p;
+		const char *cid, *why = NULL;
+		size_t n;
+
+		if (m->receipt == NULL) {
+			b->m[k++] = *m;
 			continue;
-		v = json_tree(b->m[i].body, err, sizeof(err));
+		}
+		v = json_tree(m->body, err, sizeof(err));
 		if (v == NULL || !YAJL_IS_OBJECT(v))
 			qb_warn("message %s: body is not a JSON object; passed "
-			    "on as a string", b->m[i].id);
-		item(R, &b->m[i], YAJL_IS_OBJECT(v) ? v : NULL);
+			    "on as a string", m->id);
+		if (!YAJL_IS_OBJECT(v)) {
+			yajl_tree_free(v);
+			v = NULL;
+		}
+		item(R, m, v);
+		/*
+		 * An item the next tools would refuse (an id they do not
+		 * take, or longer than their line cap once its members are
+		 * added) is not handed on: it stays leased, is not deleted
+		 * by --commit, and comes back until --max-receives
+		 * dead-letters it.
+		 */
+		yajl_gen_get_buf(R->g, &p, &n);
+		if ((cid = json_str(v, "custom_id")) == NULL &&
+		    (cid = json_str(v, "id")) == NULL)
+			cid = m->id;
+		if (cid != NULL && (why = id_check(cid, strlen(cid))) != NULL)
+			snprintf(err, sizeof(err), "%s", why);
+		if (why != NULL ||
+		    jsonl_fits((const char *)p, n, err, sizeof(err)) == -1) {
+			qb_warn("%s: message %s: %s; not handed on", R->q->name,
+			    m->id, err);
+			yajl_gen_clear(R->g);
+			yajl_gen_reset(R->g, NULL);
+			free(m->id);
+			free(m->receipt);
+			free(m->body);
+			yajl_tree_free(v);
+			R->rc = QB_EX_PARTIAL;
+			continue;
+		}
 		yajl_tree_free(v);
 		put(R, R->out);
+		b->m[k++] = *m;
 	}
+	b->n = k;
 	if (fflush(R->out) != 0)
 		qb_diesys(QB_EX_IOERR, "%s: write error", R->outname);
 	if (o->commit && b->n > 0) {
@@ -287,6 +326,13 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 		why = "duplicate";
 		qb_lwarn(r->name, r->lineno, "duplicate id \"%s\" in this "
 		    "run; not enqueued", id);
+	}
+	/* qb-drain hands the line on with members added: leave them room. */
+	if (why == NULL && len > JSONL_LINE_MAX - QUEUE_ITEM_ROOM) {
+		why = "long";
+		qb_lwarn(r->name, r->lineno, "line of %zu bytes leaves no room "
+		    "for the %d bytes qb-drain adds under the line cap of %zu "
+		    "bytes; not enqueued", len, QUEUE_ITEM_ROOM, JSONL_LINE_MAX);
 	}
 	if (why != NULL) {
 		if (R->o->strict)

@@ -21,6 +21,14 @@ struct qmsg {
 	unsigned long lineno;	/* stdin: the line it came from */
 };
 
+/*
+ * Bytes an item record may grow by over its message's body when qb-drain
+ * hands it on ("id", "queue", "receipt", "receives" added): --enqueue
+ * refuses a line longer than JSONL_LINE_MAX less this, which the tools
+ * after qb-drain would not read.
+ */
+#define QUEUE_ITEM_ROOM 16384
+
 struct qbatch {
 	struct qmsg *m;		/* owned */
 	size_t	 n, cap;

@@ -4,7 +4,7 @@
 # back with a higher receive count, settlement per item, --commit, and
 # two drainers racing on one spool.
 . "$(dirname "$0")/lib.sh"
-plan 69
+plan 75
 
 S=$T/spool
 items() { # items FIRST LAST: item records doc-FIRST..doc-LAST
@@ -210,4 +210,17 @@ like "$(cat "$T/err")" "<stdin>:3: not a JSON object" "bad lines located"
 qb-drain --enqueue -Q dir:"$T/dup" "$TOP/tests/data/cases/dup-id.jsonl" >"$T/out" 2>"$T/err"
 is "$?:$(ls "$T/dup/new" | wc -l | tr -d ' ')" "1:1" "--enqueue: a duplicate id is refused, exit 1"
 like "$(cat "$T/err")" 'dup-id.jsonl:2: duplicate id "a1"' "--enqueue: the duplicate named by line"
+# What the tools after qb-drain refuse is refused before: a line nested
+# past 512 levels at --enqueue, by line; a message (put there by another
+# producer) whose id qb-pack would refuse is not handed on, and stays.
+{ items 1 1; python3 -c 'n = 600; print("{\"id\":\"deep\",\"body\":{\"x\":" + "[" * n + "]" * n + "}}")'
+  items 3 3; } >"$T/deep"
+check_exit 1 "--enqueue: a line nested 600 levels" qb-drain --enqueue -Q dir:"$T/deepq" "$T/deep"
+like "$(cat "$T/err")" "deep:2: nested deeper than 512 levels" "refused by line"
+is "$(ls "$T/deepq/new" | wc -l | tr -d ' ')" 2 "the other two enqueued"
+printf '{"id":"not a valid id","body":{"n":1}}\n' >"$T/deepq/new/zzz-other,R0"
+check_exit 1 "a message with a bad id" qb-drain -Q dir:"$T/deepq" -n 10 -t 0.2 --commit -o "$T/w.jsonl"
+like "$(cat "$T/err")" "message zzz-other: " "the message named"
+is "$(jqr .id "$T/w.jsonl" | tr '\n' ' '):$(ls "$T/deepq/cur" | cut -d, -f1)" "doc-1 doc-3 :zzz-other" \
+	"the others handed on and deleted; it stays leased"
 done_testing
