@@ -305,6 +305,8 @@ drain(struct run *R)
 struct enq {
 	struct run	*R;
 	struct idmap	 ids;		/* an id twice would lose one item later */
+	struct idmap	 queued;	/* ids already on a spool, skipped */
+	unsigned long	 nskip;
 };
 
 /* jsonl_each callback: send one item to the queue. */
@@ -326,6 +328,14 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 		why = "duplicate";
 		qb_lwarn(r->name, r->lineno, "duplicate id \"%s\" in this "
 		    "run; not enqueued", id);
+	} else if (id != NULL &&
+	    idmap_get(&E->queued, id, strlen(id)) != (size_t)-1) {
+		/* Enqueuing a file again (after a failed run) adds no copy. */
+		if (qb_verbose >= 1)
+			qb_lwarn(r->name, r->lineno, "id \"%s\" is already "
+			    "queued; skipped", id);
+		E->nskip++;
+		return 0;
 	}
 	/* qb-drain hands the line on with members added: leave them room. */
 	if (why == NULL && len > JSONL_LINE_MAX - QUEUE_ITEM_ROOM) {
@@ -340,11 +350,20 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 		R->rc = QB_EX_PARTIAL;
 		return 0;
 	}
-	if ((rc = R->q->send(R->q, line, len)) != 0)
+	if ((rc = R->q->send(R->q, line, len)) != 0) {
+		R->q->discard(R->q);
 		exit(rc);
+	}
 	return 0;
 }
 
+/*
+ * Enqueue each input all or nothing: its messages are staged (spool: in
+ * tmp/; SQS: held) while it is read, and made visible only once it was
+ * read to its end. A damaged input (a cut gzip stream) enqueues nothing;
+ * the inputs before it stay enqueued. Any exit before the flush drops
+ * what was staged (spool: afile_temp_add removes the files).
+ */
 static void
 enqueue(struct run *R, char **files, int nfiles)
 {
@@ -352,17 +371,29 @@ enqueue(struct run *R, char **files, int nfiles)
 	unsigned long nbad = 0;
 	int i, rc;
 
+	memset(&E, 0, sizeof(E));
 	E.R = R;
 	idmap_init(&E.ids);
-	for (i = 0; i < (nfiles ? nfiles : 1); i++)
+	idmap_init(&E.queued);
+	if (R->q->queued != NULL && (rc = R->q->queued(R->q, &E.queued)) != 0)
+		exit(rc);
+	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
 		if ((rc = jsonl_each(nfiles ? files[i] : "-", R->o->strict,
-		    enq_line, &E, &nbad)) != 0)
+		    enq_line, &E, &nbad)) != 0) {
+			R->q->discard(R->q);
+			qb_warn("%s: nothing of it enqueued", nfiles ? files[i] :
+			    "<stdin>");
 			exit(rc);	/* reported */
+		}
+		if ((rc = R->q->flush(R->q)) != 0)
+			exit(rc);
+	}
+	if (E.nskip > 0)
+		qb_note(1, "%lu items already queued: skipped", E.nskip);
 	if (nbad > 0)
 		R->rc = QB_EX_PARTIAL;
 	idmap_free(&E.ids);
-	if ((rc = R->q->flush(R->q)) != 0)
-		exit(rc);
+	idmap_free(&E.queued);
 }
 
 int
