@@ -82,6 +82,7 @@ struct run {
 	struct queue	*q;
 	struct deadletter dead;
 	FILE		*out;
+	const char	*outname;	/* for messages: the -o file or "standard output" */
 	struct afile	 af;
 	int		 atomic;
 	yajl_gen	 g;
@@ -92,7 +93,7 @@ static void
 put(struct run *R, FILE *fp)
 {
 	if (jout_line(R->g, fp) == -1)
-		qb_diesys(QB_EX_IOERR, "write error");
+		qb_diesys(QB_EX_IOERR, "%s: write error", R->outname);
 }
 
 /* The item record for message m into R->g. */
@@ -193,19 +194,58 @@ handon(struct run *R, struct qbatch *b)
 	if (nlow > 0 && R->q->extend != NULL &&
 	    R->q->extend(R->q, b->m, b->n, o->vis) != 0)
 		R->rc = QB_EX_PARTIAL;
-	for (i = 0; i < b->n; i++) {
-		if (b->m[i].receipt == NULL)
+	for (i = k = 0; i < b->n; i++) {
+		struct qmsg *m = &b->m[i];
+		const unsigned char *p;
+		const char *cid, *why = NULL;
+		size_t n;
+
+		if (m->receipt == NULL) {
+			b->m[k++] = *m;
 			continue;
-		v = json_tree(b->m[i].body, err, sizeof(err));
+		}
+		v = json_tree(m->body, err, sizeof(err));
 		if (v == NULL || !YAJL_IS_OBJECT(v))
 			qb_warn("message %s: body is not a JSON object; passed "
-			    "on as a string", b->m[i].id);
-		item(R, &b->m[i], YAJL_IS_OBJECT(v) ? v : NULL);
+			    "on as a string", m->id);
+		if (!YAJL_IS_OBJECT(v)) {
+			yajl_tree_free(v);
+			v = NULL;
+		}
+		item(R, m, v);
+		/*
+		 * An item the next tools would refuse (an id they do not
+		 * take, or longer than their line cap once its members are
+		 * added) is not handed on: it stays leased, is not deleted
+		 * by --commit, and comes back until --max-receives
+		 * dead-letters it.
+		 */
+		yajl_gen_get_buf(R->g, &p, &n);
+		if ((cid = json_str(v, "custom_id")) == NULL &&
+		    (cid = json_str(v, "id")) == NULL)
+			cid = m->id;
+		if (cid != NULL && (why = id_check(cid, strlen(cid))) != NULL)
+			snprintf(err, sizeof(err), "%s", why);
+		if (why != NULL ||
+		    jsonl_fits((const char *)p, n, err, sizeof(err)) == -1) {
+			qb_warn("%s: message %s: %s; not handed on", R->q->name,
+			    m->id, err);
+			yajl_gen_clear(R->g);
+			yajl_gen_reset(R->g, NULL);
+			free(m->id);
+			free(m->receipt);
+			free(m->body);
+			yajl_tree_free(v);
+			R->rc = QB_EX_PARTIAL;
+			continue;
+		}
 		yajl_tree_free(v);
 		put(R, R->out);
+		b->m[k++] = *m;
 	}
+	b->n = k;
 	if (fflush(R->out) != 0)
-		qb_diesys(QB_EX_IOERR, "write error");
+		qb_diesys(QB_EX_IOERR, "%s: write error", R->outname);
 	if (o->commit && b->n > 0) {
 		if (R->atomic) {
 			if (afile_commit(&R->af, NULL) == -1)
@@ -213,7 +253,7 @@ handon(struct run *R, struct qbatch *b)
 			R->atomic = 0;
 			R->out = NULL;
 		} else if (fsync(fileno(R->out)) == -1)
-			qb_diesys(QB_EX_IOERR, "fsync of the output");
+			qb_diesys(QB_EX_IOERR, "%s: fsync", R->outname);
 		delete_all(R, b);
 	}
 }
@@ -265,6 +305,8 @@ drain(struct run *R)
 struct enq {
 	struct run	*R;
 	struct idmap	 ids;		/* an id twice would lose one item later */
+	struct idmap	 queued;	/* ids already on a spool, skipped */
+	unsigned long	 nskip;
 };
 
 /* jsonl_each callback: send one item to the queue. */
@@ -286,6 +328,21 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 		why = "duplicate";
 		qb_lwarn(r->name, r->lineno, "duplicate id \"%s\" in this "
 		    "run; not enqueued", id);
+	} else if (id != NULL &&
+	    idmap_get(&E->queued, id, strlen(id)) != (size_t)-1) {
+		/* Enqueuing a file again (after a failed run) adds no copy. */
+		if (qb_verbose >= 1)
+			qb_lwarn(r->name, r->lineno, "id \"%s\" is already "
+			    "queued; skipped", id);
+		E->nskip++;
+		return 0;
+	}
+	/* qb-drain hands the line on with members added: leave them room. */
+	if (why == NULL && len > JSONL_LINE_MAX - QUEUE_ITEM_ROOM) {
+		why = "long";
+		qb_lwarn(r->name, r->lineno, "line of %zu bytes leaves no room "
+		    "for the %d bytes qb-drain adds under the line cap of %zu "
+		    "bytes; not enqueued", len, QUEUE_ITEM_ROOM, JSONL_LINE_MAX);
 	}
 	if (why != NULL) {
 		if (R->o->strict)
@@ -293,11 +350,20 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 		R->rc = QB_EX_PARTIAL;
 		return 0;
 	}
-	if ((rc = R->q->send(R->q, line, len)) != 0)
+	if ((rc = R->q->send(R->q, line, len)) != 0) {
+		R->q->discard(R->q);
 		exit(rc);
+	}
 	return 0;
 }
 
+/*
+ * Enqueue each input all or nothing: its messages are staged (spool: in
+ * tmp/; SQS: held) while it is read, and made visible only once it was
+ * read to its end. A damaged input (a cut gzip stream) enqueues nothing;
+ * the inputs before it stay enqueued. Any exit before the flush drops
+ * what was staged (spool: afile_temp_add removes the files).
+ */
 static void
 enqueue(struct run *R, char **files, int nfiles)
 {
@@ -305,17 +371,29 @@ enqueue(struct run *R, char **files, int nfiles)
 	unsigned long nbad = 0;
 	int i, rc;
 
+	memset(&E, 0, sizeof(E));
 	E.R = R;
 	idmap_init(&E.ids);
-	for (i = 0; i < (nfiles ? nfiles : 1); i++)
+	idmap_init(&E.queued);
+	if (R->q->queued != NULL && (rc = R->q->queued(R->q, &E.queued)) != 0)
+		exit(rc);
+	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
 		if ((rc = jsonl_each(nfiles ? files[i] : "-", R->o->strict,
-		    enq_line, &E, &nbad)) != 0)
+		    enq_line, &E, &nbad)) != 0) {
+			R->q->discard(R->q);
+			qb_warn("%s: nothing of it enqueued", nfiles ? files[i] :
+			    "<stdin>");
 			exit(rc);	/* reported */
+		}
+		if ((rc = R->q->flush(R->q)) != 0)
+			exit(rc);
+	}
+	if (E.nskip > 0)
+		qb_note(1, "%lu items already queued: skipped", E.nskip);
 	if (nbad > 0)
 		R->rc = QB_EX_PARTIAL;
 	idmap_free(&E.ids);
-	if ((rc = R->q->flush(R->q)) != 0)
-		exit(rc);
+	idmap_free(&E.queued);
 }
 
 int
@@ -445,10 +523,12 @@ main(int argc, char *argv[])
 	R.o = &o;
 	R.g = jout_new();
 	R.out = stdout;
+	R.outname = "standard output";
 	if (o.out != NULL && strcmp(o.out, "-") != 0 && !o.enqueue) {
 		if (afile_open(&R.af, o.out) == -1)
 			qb_diesys(QB_EX_IOERR, "%s", o.out);
 		R.out = R.af.fp;
+		R.outname = o.out;
 		R.atomic = 1;
 	}
 	R.dead.path = o.dl;

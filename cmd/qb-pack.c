@@ -366,6 +366,15 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	jout_raw(pk->gen, body, n);
 	jout_close(pk->gen);
 	yajl_gen_get_buf(pk->gen, &out, &n);
+	/*
+	 * The batch line, as qb-reconcile will index it: it may be longer
+	 * than the item was (a "url" added from -e).
+	 */
+	if (jsonl_fits((const char *)out, n, err, sizeof(err)) == -1) {
+		yajl_gen_clear(pk->gen);
+		yajl_gen_reset(pk->gen, NULL);
+		return bad(pk, r, "batch line: %s for id \"%s\"", err, id);
+	}
 	/* One test for both caps; which one it was matters only here. */
 	if ((long long)n > pk->o->longest) {
 		yajl_gen_clear(pk->gen);

@@ -1,5 +1,8 @@
 /*
- * afile.c: atomic file replacement.
+ * afile.c: atomic file replacement, and the list of temporary files a
+ * process has made and not yet renamed or removed, which an atexit(3)
+ * handler removes: a tool that dies (qb_die, a failed write on a full
+ * disk) must not leave them behind to keep the disk full.
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
@@ -14,6 +17,49 @@
 #include "exits.h"
 #include "msg.h"
 #include "xmem.h"
+
+/*
+ * Temporary names not yet committed or removed, each its own copy. This
+ * is process-wide state outside msg.c because atexit handlers take no
+ * argument; it is touched only by afile_temp_add and afile_temp_del.
+ */
+static char	**temps;
+static size_t	  ntemps;
+
+static void
+temps_unlink(void)
+{
+	size_t i;
+
+	for (i = 0; i < ntemps; i++)
+		unlink(temps[i]);
+}
+
+void
+afile_temp_add(const char *path)
+{
+	static int armed;
+
+	if (!armed) {
+		atexit(temps_unlink);
+		armed = 1;
+	}
+	temps = xreallocarray(temps, ntemps + 1, sizeof(*temps));
+	temps[ntemps++] = xstrdup(path);
+}
+
+void
+afile_temp_del(const char *path)
+{
+	size_t i;
+
+	for (i = ntemps; i-- > 0;)
+		if (strcmp(temps[i], path) == 0) {
+			free(temps[i]);
+			temps[i] = temps[--ntemps];
+			return;
+		}
+}
 
 int
 afile_open(struct afile *a, const char *path)
@@ -45,6 +91,7 @@ afile_open(struct afile *a, const char *path)
 	}
 	a->tmp = b.p;
 	a->path = xstrdup(path);
+	afile_temp_add(a->tmp);
 	return 0;
 }
 
@@ -100,6 +147,7 @@ afile_commit(struct afile *a, const char *newpath)
 	}
 	if (rc != 0)
 		unlink(a->tmp);
+	afile_temp_del(a->tmp);
 	free(a->tmp);
 	free(a->path);
 	a->tmp = a->path = NULL;
@@ -112,8 +160,10 @@ afile_abort(struct afile *a)
 {
 	if (a->fp != NULL)
 		fclose(a->fp);
-	if (a->tmp != NULL)
+	if (a->tmp != NULL) {
 		unlink(a->tmp);
+		afile_temp_del(a->tmp);
+	}
 	free(a->tmp);
 	free(a->path);
 	memset(a, 0, sizeof(*a));

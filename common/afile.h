@@ -15,7 +15,11 @@ struct afile {
 	FILE	*fp;	/* write here */
 };
 
-/* Create the temporary file for path. Returns 0, or -1 with errno set. */
+/*
+ * Create the temporary file for path (path.tmp.XXXXXX). Returns 0, or -1
+ * with errno set. Until afile_commit or afile_abort, the temporary file is
+ * removed if the process exits (exit(3), qb_die) before either is called.
+ */
 int afile_open(struct afile *a, const char *path);
 /*
  * Flush, fsync, close and rename to a->path (or to newpath when not NULL),
@@ -25,6 +29,13 @@ int afile_open(struct afile *a, const char *path);
 int afile_commit(struct afile *a, const char *newpath);
 /* Remove the temporary file and free a's memory. */
 void afile_abort(struct afile *a);
+/*
+ * Add path, a temporary file the caller made, to the files removed at
+ * exit(3); afile_temp_del takes it off again (after a rename or an
+ * unlink). path is copied. Dies QB_EX_OSERR if out of memory.
+ */
+void afile_temp_add(const char *path);
+void afile_temp_del(const char *path);
 /* Exit QB_EX_NOINPUT, naming dir, unless dir is an existing directory. */
 void afile_need_dir(const char *dir);
 /* fsync the directory holding path; returns 0 or -1 with errno set. */

@@ -25,6 +25,7 @@
 #include "json.h"
 #include "msg.h"
 #include "num.h"
+#include "redact.h"
 #include "xmem.h"
 #include "qtime.h"
 
@@ -148,13 +149,18 @@ http_resp_free(struct http_resp *r)
 	http_resp_init(r);
 }
 
-/* Replace every copy of the key in h->err by "[key]". */
+/*
+ * Replace every copy of the key in h->err by "[key]", and every other
+ * credential (a URL's userinfo, a key parameter: redact.h) by the mark:
+ * h->err goes into records as well as messages.
+ */
 static void
 scrub(struct http *h)
 {
 	char tmp[sizeof(h->err)], *p;
 	size_t n;
 
+	redact_str(h->err, sizeof(h->err));
 	if (h->secret == NULL)
 		return;
 	n = strlen(h->secret);

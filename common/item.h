@@ -27,7 +27,7 @@ struct item {
 
 /*
  * Scan the len bytes at line (a NUL-terminated record) into s and check
- * it as an item for provider p: an id of 1 to 64 [A-Za-z0-9_-]; a body
+ * it as an item for provider p: within the limits of jsonl_fits; an id of 1 to 64 [A-Za-z0-9_-]; a body
  * (or params, an Anthropic request, only for p's Anthropic line format,
  * which alone takes a record holding "params" at all)
  * that is an object holding a non-empty "model" string, and for Anthropic

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -189,6 +190,22 @@ jsonl_next(struct jsonl_reader *r, char **line, size_t *len)
 		*len = n;
 		return JSONL_LINE;
 	}
+}
+
+int
+jsonl_fits(const char *p, size_t len, char *err, size_t errlen)
+{
+	if (len > JSONL_LINE_MAX) {
+		snprintf(err, errlen, "line of %zu bytes exceeds the line cap of "
+		    "%zu bytes", len, JSONL_LINE_MAX);
+		return -1;
+	}
+	if (json_depth(p, len) > JSON_DEPTH_MAX) {
+		snprintf(err, errlen, "nested deeper than %d levels",
+		    JSON_DEPTH_MAX);
+		return -1;
+	}
+	return 0;
 }
 
 yajl_val

@@ -17,6 +17,17 @@
 /* Longest accepted line, in bytes without the line ending (documented in qb.7). */
 #define JSONL_LINE_MAX ((size_t)64 << 20)
 
+/*
+ * The limits every qb reader puts on a record, in one place: at most
+ * JSONL_LINE_MAX bytes and nested at most JSON_DEPTH_MAX levels (json.h),
+ * the record's own braces counted. A tool checks a record it accepts or
+ * writes with this, so that no later tool refuses what it let through.
+ * Takes the len bytes of JSON text at p; returns 0, or -1 with a one-line
+ * reason in err (errlen bytes): "line of N bytes exceeds the line cap of
+ * 67108864 bytes" or "nested deeper than 512 levels".
+ */
+int jsonl_fits(const char *p, size_t len, char *err, size_t errlen);
+
 struct jsonl_reader {
 	char		*name;		/* "<stdin>" or the path; owned */
 	gzFile		 gz;

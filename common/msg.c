@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "msg.h"
+#include "redact.h"
 
 static const char *progname = "qb";
 int qb_verbose;
@@ -31,14 +33,42 @@ qb_prog(void)
 	return progname;
 }
 
+/*
+ * Every message is redacted (redact.h) before it is shown, so that a key
+ * in a URL's userinfo, a query parameter or a header never reaches a log,
+ * whichever module printed it. Re-entered (redact's allocation failed and
+ * xmem dies), a message is shown as it is: xmem's own holds no key.
+ */
 static void
 vmsg(const char *loc, unsigned long line, int err, const char *fmt, va_list ap)
 {
-	/* One fprintf per part, then one flush: stderr is unbuffered anyway. */
+	static int inside;
+	struct buf b = BUF_INIT;
+	char stack[2048], *text = stack;
+	va_list aq;
+	int n;
+
+	va_copy(aq, ap);
+	n = vsnprintf(stack, sizeof(stack), fmt, ap);
+	if (n >= (int)sizeof(stack) && (text = malloc((size_t)n + 1)) != NULL)
+		vsnprintf(text, (size_t)n + 1, fmt, aq);
+	else if (text == NULL)
+		text = stack;
+	va_end(aq);
 	fprintf(stderr, "%s: ", progname);
 	if (loc != NULL)
 		fprintf(stderr, "%s:%lu: ", loc, line);
-	vfprintf(stderr, fmt, ap);
+	if (inside)
+		fputs(text, stderr);
+	else {
+		inside = 1;
+		redact(&b, text, strlen(text));
+		fputs(b.p, stderr);
+		buf_free(&b);
+		inside = 0;
+	}
+	if (text != stack)
+		free(text);
 	if (err)
 		fprintf(stderr, ": %s", strerror(err));
 	fputc('\n', stderr);

@@ -187,8 +187,24 @@ sp_send(struct queue *q, const char *p, size_t len)
 static int
 sp_flush(struct queue *q)
 {
-	if (spool_sync(q->priv) == -1) {
-		qb_warnsys("%s: fsync", q->name);
+	if (spool_commit(q->priv) == -1) {
+		qb_warnsys("%s: cannot enqueue", q->name);
+		return QB_EX_IOERR;
+	}
+	return 0;
+}
+
+static void
+sp_discard(struct queue *q)
+{
+	spool_discard(q->priv);
+}
+
+static int
+sp_queued(struct queue *q, struct idmap *ids)
+{
+	if (spool_ids(q->priv, ids) == -1) {
+		qb_warnsys("%s: cannot read the queued messages", q->name);
 		return QB_EX_IOERR;
 	}
 	return 0;
@@ -205,8 +221,8 @@ sp_close(struct queue *q)
 
 struct sq {
 	struct sqs	 s;
-	char		*body[SQS_BATCH_MAX];	/* sends not yet made */
-	size_t		 len[SQS_BATCH_MAX], n;
+	char		**body;		/* sends not yet made; owned */
+	size_t		*len, n;
 };
 
 static int
@@ -259,37 +275,65 @@ sq_settle(struct queue *q, struct qsettle *s, size_t n)
 	return sqs_settle(&((struct sq *)q->priv)->s, s, n);
 }
 
+/* Drop the sends not yet made. */
+static void
+sq_discard(struct queue *q)
+{
+	struct sq *x = q->priv;
+	size_t i;
+
+	for (i = 0; i < x->n; i++)
+		free(x->body[i]);
+	x->n = 0;
+}
+
+/* Make the sends held since the last flush, SQS_BATCH_MAX per call. */
 static int
 sq_flush(struct queue *q)
 {
 	struct sq *x = q->priv;
-	size_t i;
-	int rc;
+	size_t i, k;
+	int rc = 0, r;
 
-	if (x->n == 0)
-		return 0;
-	rc = sqs_send(&x->s, x->body, x->len, x->n);
-	for (i = 0; i < x->n; i++)
-		free(x->body[i]);
-	x->n = 0;
+	for (i = 0; i < x->n; i += k) {
+		k = x->n - i < SQS_BATCH_MAX ? x->n - i : SQS_BATCH_MAX;
+		if ((r = sqs_send(&x->s, x->body + i, x->len + i, k)) != 0 &&
+		    rc == 0)
+			rc = r;
+	}
+	sq_discard(q);
 	return rc;
 }
 
+/*
+ * Sends are held until flush, so that qb-drain --enqueue sends nothing
+ * of an input it could not read to its end.
+ */
 static int
 sq_send(struct queue *q, const char *p, size_t len)
 {
 	struct sq *x = q->priv;
 
+	if ((x->n & (x->n - 1)) == 0) {
+		x->body = xreallocarray(x->body, x->n ? x->n * 2 : 1,
+		    sizeof(*x->body));
+		x->len = xreallocarray(x->len, x->n ? x->n * 2 : 1,
+		    sizeof(*x->len));
+	}
 	x->body[x->n] = xstrndup(p, len);
 	x->len[x->n++] = len;
-	return x->n == SQS_BATCH_MAX ? sq_flush(q) : 0;
+	return 0;
 }
 
 static void
 sq_close(struct queue *q)
 {
+	struct sq *x = q->priv;
+
 	sq_flush(q);
-	sqs_close(&((struct sq *)q->priv)->s);
+	free(x->body);
+	free(x->len);
+	sqs_close(&x->s);
 	qfree(q);
 }
 
@@ -427,6 +471,7 @@ queue_open(const char *spec, int create)
 		q->settle = sq_settle;
 		q->send = sq_send;
 		q->flush = sq_flush;
+		q->discard = sq_discard;
 		q->close = sq_close;
 		return q;
 	}
@@ -449,6 +494,8 @@ queue_open(const char *spec, int create)
 	q->settle = sp_settle;
 	q->send = sp_send;
 	q->flush = sp_flush;
+	q->discard = sp_discard;
+	q->queued = sp_queued;
 	q->close = sp_close;
 	return q;
 }

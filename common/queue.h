@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+struct idmap;
+
 struct qmsg {
 	char	*id;		/* message id (SQS MessageId, spool name); owned; may be NULL */
 	char	*receipt;	/* lease handle; owned; NULL when there is none (stdin) */
@@ -20,6 +22,14 @@ struct qmsg {
 	double	 until;		/* when the lease ends; 0 none */
 	unsigned long lineno;	/* stdin: the line it came from */
 };
+
+/*
+ * Bytes an item record may grow by over its message's body when qb-drain
+ * hands it on ("id", "queue", "receipt", "receives" added): --enqueue
+ * refuses a line longer than JSONL_LINE_MAX less this, which the tools
+ * after qb-drain would not read.
+ */
+#define QUEUE_ITEM_ROOM 16384
 
 struct qbatch {
 	struct qmsg *m;		/* owned */
@@ -67,10 +77,19 @@ struct queue {
 	/* Carry out s[0..n-1], filling their rc/why; returns 0 or the
 	 * QB_EX_* status of a failure that stopped every entry. */
 	int	(*settle)(struct queue *, struct qsettle *s, size_t n);
-	/* Enqueue the len bytes at p (one message); may buffer until
-	 * flush. Returns 0 or a QB_EX_* status after reporting why. */
+	/* Stage the len bytes at p as one message, seen by no receiver
+	 * until flush. Returns 0 or a QB_EX_* status after reporting why. */
 	int	(*send)(struct queue *, const char *p, size_t len);
+	/* Make every message staged since the last flush visible (spool:
+	 * renamed into new/; SQS: sent). Returns 0 or a QB_EX_* status
+	 * after reporting why. */
 	int	(*flush)(struct queue *);
+	/* Drop every message staged since the last flush. */
+	void	(*discard)(struct queue *);
+	/* If not NULL: add to ids the item id of every message queued, as
+	 * qb-drain would name its item. Returns 0 or a QB_EX_* status
+	 * after reporting why. */
+	int	(*queued)(struct queue *, struct idmap *ids);
 	void	(*close)(struct queue *);
 	void	*priv;
 };

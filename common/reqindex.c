@@ -241,10 +241,12 @@ index_line(struct reqindex *ri, struct jsonl_reader *r, const char *line,
 		reject(ri);
 		return 0;
 	}
-	/* Lines past what json_scan records are read as trees: bound them. */
-	if (json_depth(line, len) > JSON_DEPTH_MAX) {
-		qb_lwarn(r->name, r->lineno, "nested deeper than %d levels",
-		    JSON_DEPTH_MAX);
+	/*
+	 * Lines past what json_scan records are read as trees: bound them,
+	 * by the limits qb-pack and qb-submit --sync check too.
+	 */
+	if (jsonl_fits(line, len, err, sizeof(err)) == -1) {
+		qb_lwarn(r->name, r->lineno, "%s", err);
 		reject(ri);
 		return 0;
 	}
@@ -418,7 +420,7 @@ reqindex_lines(struct reqindex *ri, const char *path, const uint32_t *line,
 			qb_die(QB_EX_IOERR, "%s: cannot read the requests again",
 			    r.name);
 		if (ch == JSONL_BAD || json_scan(&ri->scan, p, len, err,
-		    sizeof(err)) == -1 || json_depth(p, len) > JSON_DEPTH_MAX)
+		    sizeof(err)) == -1 || jsonl_fits(p, len, err, sizeof(err)) == -1)
 			continue;
 		facts(ri, p, len, &ft, &tree);
 		i = ft.id != NULL && ft.body ? idmap_get(&ri->ids, ft.id,

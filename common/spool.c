@@ -20,6 +20,8 @@
 
 #include "afile.h"
 #include "buf.h"
+#include "idmap.h"
+#include "json.h"
 #include "qtime.h"
 #include "spool.h"
 #include "xmem.h"
@@ -61,6 +63,9 @@ spool_open(struct spool *s, const char *dir, int create)
 void
 spool_close(struct spool *s)
 {
+	spool_discard(s);
+	free(s->staged);
+	s->staged = NULL;
 	free(s->dir);
 	s->dir = NULL;
 }
@@ -112,7 +117,7 @@ parse(const char *name, size_t *ulen, long *r, long long *e)
 int
 spool_put(struct spool *s, const char *p, size_t len)
 {
-	char uniq[80], tmp[PATH_MAX], dst[PATH_MAX], name[96];
+	char uniq[80], tmp[PATH_MAX];
 	struct timespec ts;
 	ssize_t w;
 	size_t off;
@@ -121,12 +126,12 @@ spool_put(struct spool *s, const char *p, size_t len)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(uniq, sizeof(uniq), "%lld-%06ld-%ld-%lu", (long long)ts.tv_sec,
 	    ts.tv_nsec / 1000, (long)getpid(), s->seq++);
-	snprintf(name, sizeof(name), "%s,R0", uniq);
-	if (mkpath(tmp, sizeof(tmp), s, "tmp", uniq) == -1 ||
-	    mkpath(dst, sizeof(dst), s, "new", name) == -1)
+	if (mkpath(tmp, sizeof(tmp), s, "tmp", uniq) == -1)
 		return -1;
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666)) == -1)
 		return -1;
+	/* Removed at exit unless spool_commit has moved it into new/. */
+	afile_temp_add(tmp);
 	for (off = 0; off < len; off += (size_t)w)
 		if ((w = write(fd, p + off, len - off)) == -1) {
 			if (errno == EINTR) {
@@ -141,27 +146,61 @@ spool_put(struct spool *s, const char *p, size_t len)
 		fd = -1;
 		goto fail;
 	}
-	fd = -1;
-	if (rename(tmp, dst) == -1)
-		goto fail;
+	s->staged = xreallocarray(s->staged, s->nstaged + 1, sizeof(*s->staged));
+	s->staged[s->nstaged++] = xstrdup(uniq);
 	return 0;
 fail:
 	e = errno;
 	if (fd != -1)
 		close(fd);
 	unlink(tmp);
+	afile_temp_del(tmp);
 	errno = e;
 	return -1;
 }
 
 int
-spool_sync(struct spool *s)
+spool_commit(struct spool *s)
 {
-	char p[PATH_MAX];
+	char tmp[PATH_MAX], dst[PATH_MAX], name[96];
+	size_t i;
+	int rc = 0, e = 0;
 
-	if (mkpath(p, sizeof(p), s, "new", "x") == -1)
+	for (i = 0; i < s->nstaged; i++) {
+		snprintf(name, sizeof(name), "%s,R0", s->staged[i]);
+		mkpath(tmp, sizeof(tmp), s, "tmp", s->staged[i]);	/* fits: put made it */
+		if (rc == 0 && (mkpath(dst, sizeof(dst), s, "new", name) == -1 ||
+		    rename(tmp, dst) == -1)) {
+			e = errno;
+			rc = -1;
+		}
+		if (rc != 0)
+			unlink(tmp);
+		afile_temp_del(tmp);
+		free(s->staged[i]);
+	}
+	s->nstaged = 0;
+	if (rc == 0 && (mkpath(dst, sizeof(dst), s, "new", "x") == -1 ||
+	    fsync_dir(dst) == -1))
 		return -1;
-	return fsync_dir(p);
+	errno = e;
+	return rc;
+}
+
+void
+spool_discard(struct spool *s)
+{
+	char tmp[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < s->nstaged; i++) {
+		if (mkpath(tmp, sizeof(tmp), s, "tmp", s->staged[i]) == 0) {
+			unlink(tmp);
+			afile_temp_del(tmp);
+		}
+		free(s->staged[i]);
+	}
+	s->nstaged = 0;
 }
 
 long
@@ -328,4 +367,53 @@ spool_delete(struct spool *s, const char *receipt)
 	if (mkpath(p, sizeof(p), s, "cur", receipt) == -1)
 		return -1;
 	return unlink(p);
+}
+
+int
+spool_ids(struct spool *s, struct idmap *ids)
+{
+	static const char *const sub[] = { "new", "cur" };
+	char path[PATH_MAX];
+	struct dirent *d;
+	struct qmsg m;
+	long long e;
+	long r;
+	size_t i, ulen;
+	const char *id;
+	yajl_val v;
+	int isnew;
+	DIR *dp;
+
+	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		if (mkpath(path, sizeof(path), s, sub[i], "") == -1 ||
+		    (dp = opendir(path)) == NULL)
+			return -1;
+		while ((d = readdir(dp)) != NULL) {
+			if (d->d_name[0] == '.' ||
+			    parse(d->d_name, &ulen, &r, &e) == -1 ||
+			    mkpath(path, sizeof(path), s, sub[i], d->d_name) == -1)
+				continue;
+			memset(&m, 0, sizeof(m));
+			/* ENOENT: settled, or moved by a drainer, meanwhile. */
+			if (slurp(path, &m) == -1) {
+				if (errno == ENOENT)
+					continue;
+				closedir(dp);
+				return -1;
+			}
+			/* As qb-drain names the item: the body's id, else the name. */
+			v = json_tree0(m.body);
+			if ((id = json_str(v, "custom_id")) == NULL &&
+			    (id = json_str(v, "id")) == NULL) {
+				memcpy(path, d->d_name, ulen);
+				path[ulen] = '\0';
+				id = path;
+			}
+			idmap_put(ids, id, strlen(id), &isnew);
+			yajl_tree_free(v);
+			free(m.body);
+		}
+		closedir(dp);
+	}
+	return 0;
 }

@@ -11,11 +11,14 @@
 #ifndef QB_SPOOL_H
 #define QB_SPOOL_H
 
+#include "idmap.h"
 #include "queue.h"
 
 struct spool {
 	char		*dir;		/* absolute path; owned */
 	unsigned long	 seq;		/* names made by this process */
+	char		**staged;	/* UNIQ of each message staged in tmp/; owned */
+	size_t		 nstaged;
 };
 
 /*
@@ -25,12 +28,26 @@ struct spool {
 int spool_open(struct spool *s, const char *dir, int create);
 void spool_close(struct spool *s);
 /*
- * Enqueue the len bytes at p as one message: write tmp/UNIQ, fsync, rename
- * into new/. Returns 0, or -1 with errno set (the temporary file removed).
+ * Stage the len bytes at p as one message: write tmp/UNIQ and fsync it.
+ * It is not visible to drainers until spool_commit, and is removed by
+ * spool_discard, spool_close or, if the process exits first, at exit(3)
+ * (afile_temp_add). Returns 0, or -1 with errno set (the file removed).
  */
 int spool_put(struct spool *s, const char *p, size_t len);
-/* fsync new/ so that every rename into it is durable; 0 or -1 (errno). */
-int spool_sync(struct spool *s);
+/*
+ * Make every staged message visible: rename each to new/UNIQ,R0, then
+ * fsync new/. Returns 0, or -1 with errno set; after a failed rename the
+ * messages not yet renamed are removed (those before it stay visible).
+ */
+int spool_commit(struct spool *s);
+/* Remove every staged message. */
+void spool_discard(struct spool *s);
+/*
+ * Add to ids the item id of every message in new/ and cur/, as qb-drain
+ * would name its item: the body's "custom_id", else its "id", else the
+ * message id. Returns 0, or -1 with errno set.
+ */
+int spool_ids(struct spool *s, struct idmap *ids);
 /*
  * Return every lease in cur/ that ended before now (wall-clock seconds)
  * to new/. Returns how many, or -1 with errno set.

@@ -15,6 +15,7 @@
 #include "exits.h"
 #include "msg.h"
 #include "qtime.h"
+#include "redact.h"
 #include "syncint.h"
 
 void
@@ -124,6 +125,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 		    it->ebuf[0] ? it->ebuf : curl_easy_strerror(cc), unknown ?
 		    "; the request was sent: outcome unknown, it may have "
 		    "been billed" : "");
+		redact_str(msg, sizeof(msg));	/* the URL's userinfo */
 		code = unknown ? "outcome_unknown" : cc ==
 		    CURLE_OPERATION_TIMEDOUT ? "timeout" : "connection_failed";
 		sync_noanswer(&r, RESULT_ERRORED, "connection_error", code, msg);
@@ -133,6 +135,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 		    "have been billed", it->url, it->status, it->big ?
 		    "an answer too large to keep" : "an answer that is not a "
 		    "JSON object");
+		redact_str(msg, sizeof(msg));
 		sync_noanswer(&r, RESULT_ERRORED, "api_error",
 		    "outcome_unknown", msg);
 	} else if (!json) {

@@ -4,7 +4,7 @@
 # back with a higher receive count, settlement per item, --commit, and
 # two drainers racing on one spool.
 . "$(dirname "$0")/lib.sh"
-plan 69
+plan 83
 
 S=$T/spool
 items() { # items FIRST LAST: item records doc-FIRST..doc-LAST
@@ -210,4 +210,34 @@ like "$(cat "$T/err")" "<stdin>:3: not a JSON object" "bad lines located"
 qb-drain --enqueue -Q dir:"$T/dup" "$TOP/tests/data/cases/dup-id.jsonl" >"$T/out" 2>"$T/err"
 is "$?:$(ls "$T/dup/new" | wc -l | tr -d ' ')" "1:1" "--enqueue: a duplicate id is refused, exit 1"
 like "$(cat "$T/err")" 'dup-id.jsonl:2: duplicate id "a1"' "--enqueue: the duplicate named by line"
+# What the tools after qb-drain refuse is refused before: a line nested
+# past 512 levels at --enqueue, by line; a message (put there by another
+# producer) whose id qb-pack would refuse is not handed on, and stays.
+{ items 1 1; python3 -c 'n = 600; print("{\"id\":\"deep\",\"body\":{\"x\":" + "[" * n + "]" * n + "}}")'
+  items 3 3; } >"$T/deep"
+check_exit 1 "--enqueue: a line nested 600 levels" qb-drain --enqueue -Q dir:"$T/deepq" "$T/deep"
+like "$(cat "$T/err")" "deep:2: nested deeper than 512 levels" "refused by line"
+is "$(ls "$T/deepq/new" | wc -l | tr -d ' ')" 2 "the other two enqueued"
+printf '{"id":"not a valid id","body":{"n":1}}\n' >"$T/deepq/new/zzz-other,R0"
+check_exit 1 "a message with a bad id" qb-drain -Q dir:"$T/deepq" -n 10 -t 0.2 --commit -o "$T/w.jsonl"
+like "$(cat "$T/err")" "message zzz-other: " "the message named"
+is "$(jqr .id "$T/w.jsonl" | tr '\n' ' '):$(ls "$T/deepq/cur" | cut -d, -f1)" "doc-1 doc-3 :zzz-other" \
+	"the others handed on and deleted; it stays leased"
+# --enqueue is all or nothing per input: a cut gzip stream enqueues none
+# of the lines it could read; the whole file then enqueues each id once,
+# and enqueuing it again adds no copy (-v says so).
+items 1 2000 | gzip >"$T/all.gz"
+head -c "$(( $(wc -c <"$T/all.gz") / 2 ))" "$T/all.gz" >"$T/cut.gz"
+check_exit 74 "--enqueue of a cut .gz" qb-drain --enqueue -Q dir:"$T/aon" "$T/cut.gz"
+like "$(cat "$T/err")" "cut.gz: nothing of it enqueued" "said so"
+is "$(count "$T/aon")" 0 "nothing enqueued, nothing left in tmp/"
+check_exit 0 "--enqueue of the whole file" qb-drain --enqueue -Q dir:"$T/aon" "$T/all.gz"
+cat "$T/aon"/new/* | jqr .id | sort >"$T/ids"
+is "$(wc -l <"$T/ids" | tr -d ' '):$(uniq -d "$T/ids" | wc -l | tr -d ' ')" "2000:0" \
+	"exactly 2000 messages, each id once"
+qb-drain -Q dir:"$T/aon" -n 5 -t 0.2 >/dev/null
+check_exit 0 "--enqueue of it again" qb-drain --enqueue -v -Q dir:"$T/aon" "$T/all.gz"
+is "$(count "$T/aon/new"):$(count "$T/aon/cur"):$(count "$T/aon/tmp")" "1995:5:0" \
+	"no second copy, whether waiting or leased"
+like "$(cat "$T/err")" 'all.gz:1: id "doc-1" is already queued; skipped' "-v names the skipped"
 done_testing

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/peers/sqs.sh"
 sqs_start
-plan 58
+plan 60
 
 items() {
 	i=$1
@@ -110,6 +110,11 @@ is "$(jqr '[.id, .error.code]' "$T/out")" '["doc-3","server_error"]' "in the dea
 
 # --commit: custody to a file, then the messages go.
 q2=$(sqs_create "commit-$$")
+# A cut .gz enqueues nothing: the input is read to its end before any send.
+items 1 2000 | gzip >"$T/all.gz"
+head -c "$(( $(wc -c <"$T/all.gz") / 2 ))" "$T/all.gz" >"$T/cut.gz"
+check_exit 74 "--enqueue of a cut .gz" qb-drain --enqueue -Q "$q2" "$T/cut.gz"
+is "$(sqs_count "$q2")" "0 0" "nothing sent"
 items 100 112 | qb-drain --enqueue -Q "$q2"
 is "$(sqs_count "$q2")" "13 0" "--enqueue sends in batches"
 check_exit 0 "--commit -o file" qb-drain -Q "$q2" -n 13 -t 3 --wait 1 --commit -o "$T/window.jsonl"

@@ -3,7 +3,7 @@
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
-plan 108
+plan 117
 
 # pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
 pack() {
@@ -177,7 +177,7 @@ is "$rc:$(ids "$T/dm")" "0:m1 " "an item with 100 meta keys packs"
 # nesting deep enough to exhaust a recursive parser's stack is refused
 python3 -c 'n = 200000; print("{\"id\":\"d1\",\"body\":{\"model\":\"m1\",\"x\":" + "[" * n + "]" * n + "}}")' >"$T/deep.jsonl"
 pack "$T/dd" "$T/deep.jsonl"
-is "$rc" 0 "deep nesting: no crash (bodies are scanned, not built as trees)"
+is "$rc" 1 "deep nesting: no crash, refused (qb-reconcile would not index it)"
 
 # a damaged gzip stream is an I/O error, not a short input
 python3 -c '
@@ -336,4 +336,31 @@ else
 	skip "../shared/fixtures is absent (a plain clone has no ../shared)"
 	skip "../shared/fixtures is absent (a plain clone has no ../shared)"
 fi
+# Nesting: qb-reconcile indexes request lines nested at most 512 levels
+# deep (the record's own braces counted), so qb-pack refuses deeper ones,
+# by line, and packs the others; a line at exactly 512 packs and is
+# indexed. deepitem ID DEPTH: an item nested DEPTH levels in all.
+deepitem() {
+	python3 -c 'import sys; n = int(sys.argv[2]) - 2
+print("{\"id\":\"%s\",\"body\":{\"model\":\"m\",\"x\":%s}}" % (sys.argv[1], "[" * n + "]" * n))' "$1" "$2"
+}
+{ deepitem d1 3; deepitem d2 600; deepitem d3 512; deepitem d4 10000000; deepitem d5 513; } >"$T/deep.jsonl"
+mkdir "$T/deep"
+check_exit 1 "lines nested past 512 levels are refused" qb-pack -d "$T/deep" "$T/deep.jsonl"
+like "$(cat "$T/err")" "deep.jsonl:2: nested deeper than 512 levels" "600 levels: refused by line"
+like "$(cat "$T/err")" "deep.jsonl:4: nested deeper than 512 levels" "10 million levels: refused by line"
+like "$(cat "$T/err")" "deep.jsonl:5: nested deeper than 512 levels" "513 levels: refused"
+is "$(grep -c nested "$T/err")" 3 "three lines refused"
+is "$(jqr .requests "$T/out")" 2 "the other two packed"
+f=$(jqr .file "$T/out")
+# (jq itself stops at 256 levels)
+is "$(grep -o '"custom_id":"d[0-9]"' "$f" | tr '\n' ' ')" '"custom_id":"d1" "custom_id":"d3" ' \
+	"d3, at exactly 512 levels, is in the file"
+for id in d1 d3; do
+	printf '{"id":"%s","status":"succeeded","http_status":200,"response":{"body":{"choices":[]}}}\n' "$id"
+done >"$T/deep.results"
+qb-reconcile -r "$f" "$T/deep.results" >"$T/out" 2>"$T/err"
+is "$?:$(jqr -s 'map(.id + "=" + .outcome) | join(" ")' "$T/out")" "0:d1=done d3=done" \
+	"qb-reconcile indexes the 512-level line: both done"
+unlike "$(cat "$T/err")" "nested" "qb-reconcile refused no line"
 done_testing

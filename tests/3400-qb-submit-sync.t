@@ -5,7 +5,7 @@
 # cap and the tokens-per-minute window (case 19); unknown outcomes retried
 # within their budget (case 20); a 401 stops; standard output closed.
 . "$(dirname "$0")/lib.sh"
-plan 123
+plan 125
 
 QB_MAX_RETRIES=4
 export QB_MAX_RETRIES
@@ -121,6 +121,15 @@ like "$(last)" "2 items: 2 succeeded, 0 failed, 0 for later; 0 retries, 0 possib
 sub --strict bad.jsonl
 is "$rc" 65 "--strict: exit 65"
 is "$(jqr .id "$T/out")" g1 "--strict: the item before the bad line goes, nothing after it"
+
+# nested past 512 levels: refused by line, as qb-pack refuses it and
+# qb-reconcile would
+{ chat n1 "one"
+  python3 -c 'n = 600; print("{\"id\":\"n2\",\"body\":{\"model\":\"m1\",\"x\":" + "[" * n + "]" * n + "}}")'
+  chat n3 "three"; } >deep.jsonl
+sub deep.jsonl
+is "$rc:$(jqr .id "$T/out" | sort | tr '\n' ' ')" "1:n1 n3 " "600 levels: exit 1, the others answered, no result for it"
+like "$(cat "$T/err")" "deep.jsonl:2: nested deeper than 512 levels" "600 levels: refused by line"
 
 # provider batch lines and retry outcomes are items too
 printf '%s\n' '{"custom_id":"e1","method":"POST","url":"/v1/embeddings","body":{"model":"emb","input":["a","b"]}}' \

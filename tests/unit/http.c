@@ -1,7 +1,8 @@
 /*
  * Unit tests for http.c: failure classes, their exit statuses, and the
  * retry-after-ms / Retry-After parser (seconds, fractions, HTTP-dates);
- * also the RFC 3339 times of job records (provider.c).
+ * the RFC 3339 times of job records (provider.c); and redact (redact.c),
+ * which takes credentials out of every URL and header shown.
  * SPDX-License-Identifier: ISC
  */
 #include <math.h>
@@ -11,6 +12,7 @@
 #include "exits.h"
 #include "http.h"
 #include "provider.h"
+#include "redact.h"
 #include "tap.h"
 
 static const char *const names[] = { "OK", "TEMP", "AUTH", "PERM", "PROTO" };
@@ -35,6 +37,16 @@ ra(const char *ms, const char *hdr, time_t now, double want, const char *desc)
 	tap_ok(fabs(got - want) < 1e-9, desc);
 	if (fabs(got - want) >= 1e-9)
 		printf("# got %g, want %g\n", got, want);
+}
+
+static void
+red(const char *in, const char *want, const char *desc)
+{
+	struct buf b = BUF_INIT;
+
+	redact(&b, in, strlen(in));
+	tap_is(b.p, want, desc);
+	buf_free(&b);
 }
 
 int
@@ -105,6 +117,54 @@ main(void)
 		tap_is(buf, "1970-01-01T00:00:00Z", "job time: the epoch");
 		provider_time(1796054400, buf, sizeof(buf));
 		tap_is(buf, "2026-11-30T16:00:00Z", "job time: unix seconds to UTC");
+	}
+	red("POST http://user:sk-secret@127.0.0.1:8080/v1/files -> 401",
+	    "POST http://[redacted]@127.0.0.1:8080/v1/files -> 401",
+	    "redact: user and key in a URL's userinfo");
+	red("https://sk-only@api.example.com", "https://[redacted]@api.example.com",
+	    "redact: a key alone as userinfo, no path");
+	red("https://u:p@ss@h.example/x?y", "https://[redacted]@h.example/x?y",
+	    "redact: up to the last '@' of the authority");
+	red("see https://h.example/a@b and mail me@example.com",
+	    "see https://h.example/a@b and mail me@example.com",
+	    "redact: an '@' in a path or in text is kept");
+	red("GET https://g.example/v1beta/models?key=AIzaSy123&alt=sse -> 200",
+	    "GET https://g.example/v1beta/models?key=[redacted]&alt=sse -> 200",
+	    "redact: Gemini's key= query parameter");
+	red("/q?a=1&API-KEY=abc#frag", "/q?a=1&API-KEY=[redacted]#frag",
+	    "redact: a later api-key parameter, any case");
+	red("/o?X-Amz-Date=20250101T000000Z&X-Amz-Security-Token=FQo/x+y"
+	    "&X-Amz-Signature=deadbeef&X-Amz-Credential=AKIA/1",
+	    "/o?X-Amz-Date=20250101T000000Z&X-Amz-Security-Token=[redacted]"
+	    "&X-Amz-Signature=[redacted]&X-Amz-Credential=[redacted]",
+	    "redact: AWS presigned-URL parameters, not the date");
+	red("/v1/batches?after=batch_1&limit=100", "/v1/batches?after=batch_1&limit=100",
+	    "redact: other parameters kept");
+	red("Authorization: Bearer sk-abc\r\nContent-Type: application/json",
+	    "Authorization: [redacted]\r\nContent-Type: application/json",
+	    "redact: an Authorization header line");
+	red("x-api-key: sk-ant-1\napi-key: az1\nx-goog-api-key: g1\n"
+	    "X-Amz-Security-Token: tok\nauthorization: AWS4-HMAC-SHA256 "
+	    "Credential=AKIA/x, Signature=ff",
+	    "x-api-key: [redacted]\napi-key: [redacted]\nx-goog-api-key: "
+	    "[redacted]\nX-Amz-Security-Token: [redacted]\nauthorization: "
+	    "[redacted]", "redact: every credential header, any case");
+	red("header {\"Authorization\":\"Bearer sk-x1\"} sent",
+	    "header {\"Authorization\":\"Bearer [redacted]\"} sent",
+	    "redact: a bearer token outside a header line");
+	red("my-api-key: 3", "my-api-key: 3",
+	    "redact: only whole header names");
+	red("qb-pack: items.jsonl:3: no \"body\" for id \"a\"",
+	    "qb-pack: items.jsonl:3: no \"body\" for id \"a\"",
+	    "redact: text without credentials unchanged");
+	{
+		char small[32] = "http://u:k@h/";
+
+		redact_str(small, sizeof(small));
+		tap_is(small, "http://[redacted]@h/", "redact_str: in place");
+		strcpy(small, "http://u:k@host.example/");
+		redact_str(small, 16);
+		tap_is(small, "http://[redacte", "redact_str: cut to the buffer");
 	}
 	return tap_done();
 }
