@@ -21,6 +21,18 @@ PROVIDER ?= openai
 UNIT = $(UNIT_SRC:.c=)
 MAN1 = $(TOOLS:%=man/%.1)
 
+# check-sanitize: the whole suite built with ASan and UBSan. Every report is
+# fatal and exits 86, a status no tool uses, so a test asserting a tool's
+# status (often 1) cannot mistake a report for the tool's own answer. The
+# reports also go to files in SANITIZE_LOGS, so that one from a tool whose
+# status a test does not look at (inside a pipeline) fails the run too.
+SANITIZE_CFLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+SANITIZE_LOGS = $(CURDIR)/tests/sanitize-logs
+SANITIZE_ENV = \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86:log_path=$(SANITIZE_LOGS)/asan \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86:log_path=$(SANITIZE_LOGS)/ubsan
+
 all: $(BINS)
 
 common/libqb.a: $(COMMON_OBJ)
@@ -46,6 +58,19 @@ check: deps all $(UNIT)
 		rc=0; for t in tests/*.t; do sh $$t || rc=1; done; exit $$rc; \
 	fi
 
+# The tree is cleaned before and after, so sanitizer objects never mix
+# with a normal build. Any report fails the run, and is shown at the end.
+check-sanitize:
+	$(MAKE) clean
+	rm -rf $(SANITIZE_LOGS)
+	mkdir -p $(SANITIZE_LOGS)
+	rc=0; $(SANITIZE_ENV) $(MAKE) check CFLAGS='$(SANITIZE_CFLAGS)' || rc=$$?; \
+	$(MAKE) clean; \
+	for f in $(SANITIZE_LOGS)/*; do \
+		[ -e "$$f" ] || continue; echo "== $$f"; cat "$$f"; rc=1; \
+	done; \
+	[ $$rc = 0 ] || echo "check-sanitize: FAILED" >&2; exit $$rc
+
 demo: deps all
 	@PROVIDER=$(PROVIDER) sh scripts/demo
 
@@ -70,5 +95,5 @@ uninstall:
 clean:
 	rm -f $(BINS) $(UNIT) common/*.o common/libqb.a
 
-.PHONY: all check clean demo bench deps install lint uninstall
+.PHONY: all check check-sanitize clean demo bench deps install lint uninstall
 .PRECIOUS: common/%.o
