@@ -199,6 +199,7 @@ json_scan(struct json_scan *s, const char *p, size_t len, char *err,
 {
 	struct scanctx c;
 	yajl_status st;
+	long bad;
 	int rc = 0, atend = 0;
 
 	s->nspan = 0;
@@ -224,6 +225,10 @@ json_scan(struct json_scan *s, const char *p, size_t len, char *err,
 		rc = -1;
 	} else if (st != yajl_status_ok) {
 		json_yajl_error(c.h, p, len, atend, err, errlen);
+		rc = -1;
+	} else if ((bad = json_unclosed(p, len)) >= 0) {
+		snprintf(err, errlen, "parse error: trailing garbage at byte %ld",
+		    bad + 1);
 		rc = -1;
 	}
 	yajl_free(c.h);

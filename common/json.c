@@ -119,6 +119,7 @@ json_check(const char *p, size_t len, char *err, size_t errlen)
 {
 	yajl_handle h;
 	yajl_status st;
+	long at;
 	int rc = 0;
 
 	h = yajl_alloc(NULL, NULL, NULL);
@@ -136,9 +137,33 @@ json_check(const char *p, size_t len, char *err, size_t errlen)
 	if (st != yajl_status_ok) {
 		json_yajl_error(h, p, len, atend, err, errlen);
 		rc = -1;
+	} else if ((at = json_unclosed(p, len)) >= 0) {
+		snprintf(err, errlen, "parse error: trailing garbage at byte %ld",
+		    at + 1);
+		rc = -1;
 	}
 	yajl_free(h);
 	return rc;
+}
+
+long
+json_unclosed(const char *p, size_t len)
+{
+	size_t i, open = 0;
+	int instr = 0;
+
+	for (i = 0; i < len; i++) {
+		if (instr) {
+			if (p[i] == '\\')
+				i++;
+			else if (p[i] == '"')
+				instr = 0;
+		} else if (p[i] == '"') {
+			instr = 1;
+			open = i;
+		}
+	}
+	return instr ? (long)open : -1;
 }
 
 int
@@ -177,6 +202,10 @@ json_tree(const char *text, char *err, size_t errlen)
 		return NULL;
 	}
 	v = yajl_tree_parse(text, NULL, 0);
+	if (v != NULL && json_unclosed(text, len) >= 0) {
+		yajl_tree_free(v);
+		v = NULL;
+	}
 	if (v == NULL)
 		json_check(text, len, err, errlen);
 	return v;

@@ -35,6 +35,13 @@ yajl_val json_tree(const char *text, char *err, size_t errlen);
 yajl_val json_tree0(const char *text);
 /* Deepest nesting of the len bytes at p (strings skipped), for JSON text. */
 int json_depth(const char *p, size_t len);
+/*
+ * Offset of the quote of a string the len bytes at p leave open, or -1.
+ * yajl takes a whole value followed by an unterminated string ({}"x) as
+ * valid: its lexer waits for the string's end, and end of input is no
+ * garbage to it. A text it accepts is valid only if this is -1.
+ */
+long json_unclosed(const char *p, size_t len);
 
 /*
  * Check that the len bytes at p are one valid JSON text (UTF-8 checked).

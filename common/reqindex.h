@@ -12,6 +12,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "idmap.h"
+#include "jscan.h"
 #include "json.h"
 
 #define REQ_ANTHROPIC	1	/* flags: "params", no "body" */

@@ -186,6 +186,19 @@ test_scan(void)
 	    strstr(err, "at end of line") != NULL, "truncated line");
 	TAP_OK(json_scan(&s, "{\"a\":1} x", 9, err, sizeof(err)) == -1,
 	    "trailing garbage rejected");
+	/* yajl alone takes these: a string left open after the object. */
+	TAP_OK(json_scan(&s, "{}\"", 3, err, sizeof(err)) == -1 &&
+	    strcmp(err, "parse error: trailing garbage at byte 3") == 0,
+	    "an open string after the object rejected by json_scan");
+	printf("# %s\n", err);
+	TAP_OK(json_check("{\"a\":\"}\"} \"x\\\"}", 15, err, sizeof(err)) == -1 &&
+	    strcmp(err, "parse error: trailing garbage at byte 11") == 0,
+	    "and by json_check");
+	printf("# %s\n", err);
+	TAP_OK(json_tree("{\"a\":1}\"}", err, sizeof(err)) == NULL &&
+	    strstr(err, "trailing garbage") != NULL, "and by json_tree");
+	TAP_OK(json_unclosed("{\"a\\\"\":\"\\\\\"}", 12) == -1,
+	    "escaped quotes and backslashes close no string");
 	TAP_OK(json_depth("{\"a\":[[{\"b\":\"[[[[\"}]]]}", 24) == 4,
 	    "nesting depth, brackets in strings ignored");
 	{

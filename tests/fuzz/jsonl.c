@@ -1,0 +1,47 @@
+/*
+ * jsonl.c: libFuzzer harness for the JSON Lines reader: the input as a
+ * file (plain or gzip), read with jsonl_next and jsonl_tree, then again
+ * with jsonl_each. A returned line must be NUL-terminated and hold no
+ * line feed.
+ * SPDX-License-Identifier: ISC
+ */
+#include "fuzz.h"
+#include "jsonl.h"
+
+static int
+each(void *arg, struct jsonl_reader *r, const char *line, size_t len,
+    yajl_val rec)
+{
+	if (line[len] != '\0' || !YAJL_IS_OBJECT(rec))
+		abort();
+	return 0;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct jsonl_reader r;
+	const char *path;
+	unsigned long nbad = 0;
+	char *line;
+	size_t len;
+	yajl_val v;
+	int ch;
+
+	fuzz_quiet();
+	path = fuzz_file(data, size);
+	if (jsonl_open(&r, path) != 0)
+		abort();
+	while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF &&
+	    ch != JSONL_IOERR) {
+		if (ch != JSONL_LINE)
+			continue;
+		if (line[len] != '\0' || memchr(line, '\n', len) != NULL)
+			abort();
+		if ((v = jsonl_tree(&r, line, len)) != NULL)
+			yajl_tree_free(v);
+	}
+	jsonl_close(&r);
+	jsonl_each(path, 0, each, NULL, &nbad);
+	return 0;
+}

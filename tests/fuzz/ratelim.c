@@ -1,0 +1,120 @@
+/*
+ * ratelim.c: libFuzzer harness for the rate-limit headers and what comes
+ * of them. Each input line is a header line "name: value", taken as the
+ * synchronous engine takes its answers' headers (http_hval into fields
+ * of the same sizes); then the waits they ask for (http_retry_after,
+ * sync_reset_wait, rfc3339_parse) drive a limiter through rl_pause,
+ * rl_wait, rl_take and rl_done as the engine would. Waits are never
+ * negative but for -1; the limiter's are never negative at all.
+ * SPDX-License-Identifier: ISC
+ */
+#include <math.h>
+#include <strings.h>
+
+#include "fuzz.h"
+#include "http.h"
+#include "ratelim.h"
+#include "rfc3339.h"
+#include "syncint.h"
+
+#define NOW	1700000000	/* a fixed wall clock for HTTP-dates */
+
+struct ctx {
+	struct sync_item it;
+	struct ratelim	*rl;
+	double		 now;
+	int		 inflight;
+};
+
+static void
+header(const char *p, size_t len, void *arg)
+{
+	static const struct { const char *name; int slot; } want[] = {
+		{ "x-ratelimit-reset-requests", 0 },
+		{ "x-ratelimit-reset-tokens", 1 },
+		{ "anthropic-ratelimit-requests-reset", 0 },
+		{ "anthropic-ratelimit-tokens-reset", 1 },
+		{ "x-ratelimit-remaining-requests", 2 },
+		{ "x-ratelimit-remaining-tokens", 3 },
+		{ "anthropic-ratelimit-requests-remaining", 2 },
+		{ "anthropic-ratelimit-tokens-remaining", 3 },
+	};
+	struct ctx *c = arg;
+	struct sync_item *it = &c->it;
+	const char *v;
+	char val[128];
+	long long t, tok;
+	double w;
+	size_t k, i;
+
+	if ((v = memchr(p, ':', len)) == NULL)
+		return;
+	k = (size_t)(v - p);
+	v++;
+	http_hval(val, sizeof(val), v, len - k - 1);
+	rfc3339_parse(val, &t);
+#define IS(s) (k == sizeof(s) - 1 && strncasecmp(p, s, k) == 0)
+	if (IS("retry-after"))
+		http_hval(it->ra, sizeof(it->ra), v, len - k - 1);
+	else if (IS("retry-after-ms"))
+		http_hval(it->ra_ms, sizeof(it->ra_ms), v, len - k - 1);
+	else
+		for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+			if (strlen(want[i].name) == k &&
+			    strncasecmp(p, want[i].name, k) == 0) {
+				if (want[i].slot < 2)
+					http_hval(it->reset[want[i].slot],
+					    sizeof(it->reset[0]), v, len - k - 1);
+				else
+					http_hval(it->left[want[i].slot - 2],
+					    sizeof(it->left[0]), v, len - k - 1);
+			}
+#undef IS
+	/* An answer ends with each line: what the engine does then. */
+	w = http_retry_after(it->ra_ms, it->ra, NOW);
+	if (w < 0 && w != -1)
+		abort();
+	if (w < 0) {
+		w = sync_reset_wait(it);
+		if (w < 0 && w != -1)
+			abort();
+	}
+	tok = (long long)(len * 997) - 1000;
+	c->now += (double)(len % 7) / 4;
+	if (c->inflight > 0) {
+		rl_done(c->rl, (enum rl_end)(len % 3), (double)(len % 11) / 3 - 1,
+		    c->now);
+		c->inflight--;
+	}
+	if (w >= 0)
+		rl_pause(c->rl, c->now + w);
+	if ((w = rl_wait(c->rl, tok, c->now)) < 0 || isnan(w))
+		abort();
+	if (w == 0) {
+		rl_take(c->rl, tok, c->now);
+		c->inflight++;
+	}
+	rl_inflight(c->rl);
+	rl_window(c->rl);
+	rl_tokens_minute(c->rl, c->now);
+	rl_requests_minute(c->rl, c->now);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ctx c;
+	struct rbudget b;
+
+	fuzz_quiet();
+	memset(&c, 0, sizeof(c));
+	c.now = 1000;
+	c.rl = rl_new(size > 0 ? data[0] % 9 : 4, size > 1 ? data[1] * 10 : 0,
+	    size > 2 ? data[2] * 1000 : 0);
+	fuzz_lines(data, size, header, &c);
+	rl_free(c.rl);
+	rb_init(&b, 0.1, 10);
+	rb_first(&b);
+	rb_retry(&b);
+	return 0;
+}

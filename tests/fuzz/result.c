@@ -1,0 +1,77 @@
+/*
+ * result.c: libFuzzer harness for the result parsers: each line through
+ * result_parse (OpenAI, Anthropic and qb result records) and, as an
+ * answer body of some HTTP status, result_answer; each result written
+ * with result_emit, whose output must be JSON again.
+ * SPDX-License-Identifier: ISC
+ */
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "fuzz.h"
+#include "jout.h"
+#include "result.h"
+
+struct ctx {
+	struct result_parser p;
+	yajl_gen g;
+};
+
+static void
+emit(yajl_gen g, const struct result *r)
+{
+	const unsigned char *out;
+	size_t n;
+	char *z;
+	yajl_val v;
+
+	jout_open(g);
+	jout_kstr(g, "id", r->id);
+	result_emit(g, r, "batch_fuzz");
+	jout_close(g);
+	if (yajl_gen_get_buf(g, &out, &n) != yajl_gen_status_ok)
+		abort();
+	if ((z = malloc(n + 1)) == NULL)
+		abort();
+	memcpy(z, out, n);
+	z[n] = '\0';
+	if ((v = yajl_tree_parse(z, NULL, 0)) == NULL)
+		abort();
+	yajl_tree_free(v);
+	free(z);
+	yajl_gen_clear(g);
+	yajl_gen_reset(g, NULL);
+}
+
+static void
+line(const char *p, size_t len, void *arg)
+{
+	static const long long status[] = { 200, 201, 400, 401, 402, 403, 404,
+	    408, 409, 429, 500, 503, 529, 0, -1, 999, 9223372036854775807LL };
+	struct ctx *c = arg;
+	struct result r;
+	char err[256];
+
+	memset(&r, 0, sizeof(r));
+	if (result_parse(&c->p, p, len, &r, err, sizeof(err)) == 0)
+		emit(c->g, &r);
+	memset(&r, 0, sizeof(r));
+	result_answer(&c->p, p, len, status[len % (sizeof(status) /
+	    sizeof(status[0]))], &r);
+	r.id = "fuzz";
+	emit(c->g, &r);
+	result_error_outcome(r.etype, r.ecode);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct ctx c;
+
+	fuzz_quiet();
+	if (c.g == NULL)
+		c.g = jout_new();
+	fuzz_lines(data, size, line, &c);
+	result_parser_free(&c.p);
+	return 0;
+}
