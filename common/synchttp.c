@@ -26,8 +26,8 @@
 #define TIMEOUT		600L	/* s per try unless QB_HTTP_TIMEOUT, as the SDKs */
 #define BODY_MAX	((size_t)64 << 20)	/* largest answer kept */
 
-static size_t
-on_header(char *p, size_t size, size_t nmemb, void *arg)
+void
+sync_header(struct sync_item *it, const char *p, size_t len)
 {
 	/* reset[0..1]: requests, tokens; left[0..1] their "remaining". */
 	static const struct { const char *name; int slot; } want[] = {
@@ -40,8 +40,7 @@ on_header(char *p, size_t size, size_t nmemb, void *arg)
 		{ "anthropic-ratelimit-requests-remaining", 2 },
 		{ "anthropic-ratelimit-tokens-remaining", 3 },
 	};
-	struct sync_item *it = arg;
-	size_t len = size * nmemb, k, i;
+	size_t k, i;
 	const char *c;
 	char v[16];
 
@@ -53,10 +52,10 @@ on_header(char *p, size_t size, size_t nmemb, void *arg)
 		memset(it->reset, 0, sizeof(it->reset));
 		memset(it->left, 0, sizeof(it->left));
 		it->should_retry = -1;
-		return len;
+		return;
 	}
 	if ((c = memchr(p, ':', len)) == NULL)
-		return len;
+		return;
 	k = (size_t)(c - p);
 	c++;
 	len -= k + 1;
@@ -83,6 +82,12 @@ on_header(char *p, size_t size, size_t nmemb, void *arg)
 					    sizeof(it->left[0]), c, len);
 			}
 #undef IS
+}
+
+static size_t
+on_header(char *p, size_t size, size_t nmemb, void *arg)
+{
+	sync_header(arg, p, size * nmemb);
 	return size * nmemb;
 }
 

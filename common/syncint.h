@@ -177,6 +177,14 @@ CURL *sync_easy(struct sync *s, struct sync_item *it);
 /* The wait a 429 without Retry-After implies from the rate-limit reset
  * headers, in seconds; -1 if they say nothing. */
 double sync_reset_wait(const struct sync_item *it);
+/*
+ * Take one header line of an answer to it (len bytes at p, its line end
+ * included or not): a status line starts the answer afresh; Retry-After,
+ * retry-after-ms, the request id, x-should-retry and the rate-limit reset
+ * and remaining headers (qb-providers(7)) are kept in it, each cut to its
+ * field's size. Other lines are ignored.
+ */
+void sync_header(struct sync_item *it, const char *p, size_t len);
 /* Replace the key, wherever it appears in b, by "[key]". */
 void sync_scrub(const struct sync *s, struct buf *b);
 

@@ -14,6 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "buf.h"
+#include "jscan.h"
 #include "msg.h"
 
 /* Messages about bad records are expected by the thousand: keep quiet. */
@@ -63,6 +68,41 @@ fuzz_file(const uint8_t *data, size_t size)
 	if ((size > 0 && fwrite(data, 1, size, fp) != size) || fclose(fp) != 0)
 		abort();
 	return path;
+}
+
+/* What g holds must parse as JSON again; then g is emptied. */
+static void
+fuzz_json(yajl_gen g)
+{
+	const unsigned char *out;
+	size_t n;
+	char *z;
+	yajl_val v;
+
+	if (yajl_gen_get_buf(g, &out, &n) != yajl_gen_status_ok)
+		abort();
+	if ((z = malloc(n + 1)) == NULL)
+		abort();
+	memcpy(z, out, n);
+	z[n] = '\0';
+	if ((v = yajl_tree_parse(z, NULL, 0)) == NULL)
+		abort();
+	yajl_tree_free(v);
+	free(z);
+	yajl_gen_clear(g);
+	yajl_gen_reset(g, NULL);
+}
+
+/* fuzz_lines with one span scan for all the lines, freed after. */
+static void
+fuzz_scan_lines(const uint8_t *data, size_t size,
+    void (*fn)(const char *line, size_t len, void *arg))
+{
+	struct json_scan s;
+
+	memset(&s, 0, sizeof(s));
+	fuzz_lines(data, size, fn, &s);
+	buf_free(&s.strs);
 }
 
 #endif

@@ -37,11 +37,7 @@ line(const char *p, size_t len, void *arg)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct json_scan s;
-
 	fuzz_quiet();
-	memset(&s, 0, sizeof(s));
-	fuzz_lines(data, size, line, &s);
-	buf_free(&s.strs);
+	fuzz_scan_lines(data, size, line);
 	return 0;
 }

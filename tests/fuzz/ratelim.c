@@ -1,8 +1,7 @@
 /*
  * ratelim.c: libFuzzer harness for the rate-limit headers and what comes
- * of them. Each input line is a header line "name: value", taken as the
- * synchronous engine takes its answers' headers (http_hval into fields
- * of the same sizes); then the waits they ask for (http_retry_after,
+ * of them. Each input line is a header line "name: value", taken by the
+ * synchronous engine's own reader (sync_header); then the waits they ask for (http_retry_after,
  * sync_reset_wait, rfc3339_parse) drive a limiter through rl_pause,
  * rl_wait, rl_take and rl_done as the engine would. Waits are never
  * negative but for -1; the limiter's are never negative at all.
@@ -29,47 +28,19 @@ struct ctx {
 static void
 header(const char *p, size_t len, void *arg)
 {
-	static const struct { const char *name; int slot; } want[] = {
-		{ "x-ratelimit-reset-requests", 0 },
-		{ "x-ratelimit-reset-tokens", 1 },
-		{ "anthropic-ratelimit-requests-reset", 0 },
-		{ "anthropic-ratelimit-tokens-reset", 1 },
-		{ "x-ratelimit-remaining-requests", 2 },
-		{ "x-ratelimit-remaining-tokens", 3 },
-		{ "anthropic-ratelimit-requests-remaining", 2 },
-		{ "anthropic-ratelimit-tokens-remaining", 3 },
-	};
 	struct ctx *c = arg;
 	struct sync_item *it = &c->it;
 	const char *v;
 	char val[128];
 	long long t, tok;
 	double w;
-	size_t k, i;
 
-	if ((v = memchr(p, ':', len)) == NULL)
-		return;
-	k = (size_t)(v - p);
-	v++;
-	http_hval(val, sizeof(val), v, len - k - 1);
-	rfc3339_parse(val, &t);
-#define IS(s) (k == sizeof(s) - 1 && strncasecmp(p, s, k) == 0)
-	if (IS("retry-after"))
-		http_hval(it->ra, sizeof(it->ra), v, len - k - 1);
-	else if (IS("retry-after-ms"))
-		http_hval(it->ra_ms, sizeof(it->ra_ms), v, len - k - 1);
-	else
-		for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-			if (strlen(want[i].name) == k &&
-			    strncasecmp(p, want[i].name, k) == 0) {
-				if (want[i].slot < 2)
-					http_hval(it->reset[want[i].slot],
-					    sizeof(it->reset[0]), v, len - k - 1);
-				else
-					http_hval(it->left[want[i].slot - 2],
-					    sizeof(it->left[0]), v, len - k - 1);
-			}
-#undef IS
+	if ((v = memchr(p, ':', len)) != NULL) {
+		http_hval(val, sizeof(val), v + 1, len - (size_t)(v - p) - 1);
+		rfc3339_parse(val, &t);
+	}
+	/* The engine's own header reader, status lines and all. */
+	sync_header(it, p, len);
 	/* An answer ends with each line: what the engine does then. */
 	w = http_retry_after(it->ra_ms, it->ra, NOW);
 	if (w < 0 && w != -1)
