@@ -91,6 +91,26 @@ struct poll {
 	int		 tty;
 };
 
+/*
+ * A job record that says ended, was not reaped, and lists no result file
+ * although its counts say requests ran: an earlier qb recorded a batch
+ * adopted after it ended that way. Polled again, so its paid results are
+ * fetched (job_may_end).
+ */
+static int
+unfetched(yajl_val rec)
+{
+	yajl_val res = json_get(rec, "results"), c = json_get(rec, "counts");
+	long long done = 0, failed = 0;
+
+	if (json_get(rec, "reaped") != NULL ||
+	    (YAJL_IS_ARRAY(res) && res->u.array.len > 0))
+		return 0;
+	json_int(c, "completed", &done);
+	json_int(c, "failed", &failed);
+	return done + failed > 0;
+}
+
 /* Finish the record in P->g as the job's new text. */
 static void
 keep(struct poll *P, struct job *j)
@@ -531,7 +551,8 @@ main(int argc, char *argv[])
 	for (i = 0; i < P.js.n; i++) {
 		struct job *j = jobs_at(&P.js, i);
 
-		j->state = json_true(j->r.rec, "ended") ? J_ENDED : J_PENDING;
+		j->state = json_true(j->r.rec, "ended") &&
+		    !unfetched(j->r.rec) ? J_ENDED : J_PENDING;
 	}
 
 	timedout = run(&P, o.ledger != NULL ? &led : NULL);

@@ -4,7 +4,7 @@
 # -t as a deadline, Azure's status words and times, and -i on a ledger
 # (its run lock, intent lines).
 . "$(dirname "$0")/lib.sh"
-plan 103
+plan 105
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -238,6 +238,11 @@ is "$(wc -c <"$T/out" | tr -d ' ')" 0 "-i: nothing printed before the ledger has
 check_same big.jsonl big.before "-i: the ledger as it was"
 check_exit 0 "-i: the next run" qb-poll -i big.jsonl -d res
 is "$(jqr '[.ended, (.results|length)]|@tsv' "$T/out")" "$(printf 'true\t1')" "-i: prints the job once, ended, with its file"
+# A ledger an earlier qb wrote with a batch adopted after it ended: ended,
+# no result file, though requests ran. Polled again, its files fetched.
+jq -c '.results=[] | del(.pad)' big.jsonl >old.jsonl
+check_exit 0 "-i: an ended job with no result file" qb-poll -i old.jsonl -d res
+is "$(jqr '[.ended, (.results|length)]|@tsv' old.jsonl)" "$(printf 'true\t1')" "-i: its results fetched"
 
 # an expired batch: both files
 fake_start --batch-seconds 3 --expire-after-requests 1
