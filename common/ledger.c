@@ -41,6 +41,8 @@ ledger_init(struct ledger *l, const char *path)
 	}
 }
 
+static void strv_free(char **);
+
 void
 ledger_free(struct ledger *l)
 {
@@ -52,9 +54,11 @@ ledger_free(struct ledger *l)
 	for (i = 0; i < l->sha.n; i++) {
 		free(l->batch[i]);
 		free(l->intent[i]);
+		strv_free(l->results[i]);
 	}
 	free(l->batch);
 	free(l->intent);
+	free(l->results);
 	free(l->reaped);
 	idmap_free(&l->sha);
 	idmap_free(&l->ids);
@@ -65,13 +69,40 @@ ledger_free(struct ledger *l)
 
 enum { R_JOB, R_REAPED, R_INTENT, R_WITHDRAWN };
 
+static void
+strv_free(char **v)
+{
+	size_t i;
+
+	for (i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The strings of array a, NULL-terminated and owned; NULL for none. */
+static char **
+strv(yajl_val a)
+{
+	char **v;
+	size_t i, n = 0;
+
+	if (!YAJL_IS_ARRAY(a) || a->u.array.len == 0)
+		return NULL;
+	v = xreallocarray(NULL, a->u.array.len + 1, sizeof(*v));
+	for (i = 0; i < a->u.array.len; i++)
+		if (YAJL_IS_STRING(a->u.array.values[i]))
+			v[n++] = xstrdup(a->u.array.values[i]->u.string);
+	v[n] = NULL;
+	return v;
+}
+
 /*
  * Note for digest sha a job (R_JOB, or R_REAPED for one qb-reap ended),
  * with batch id; an intent made at at; or an intent withdrawn.
  */
 static void
 remember(struct ledger *l, const char *sha, const char *id, const char *at,
-    int what)
+    int what, yajl_val results)
 {
 	size_t i;
 	int isnew;
@@ -87,7 +118,10 @@ remember(struct ledger *l, const char *sha, const char *id, const char *at,
 		    sizeof(*l->intent));
 		l->reaped = xreallocarray(l->reaped, l->sha.n,
 		    sizeof(*l->reaped));
+		l->results = xreallocarray(l->results, l->sha.n,
+		    sizeof(*l->results));
 		l->batch[i] = l->intent[i] = NULL;
+		l->results[i] = NULL;
 		l->reaped[i] = 0;
 	}
 	/* The latest record for a file wins; a job settles an intent. */
@@ -96,6 +130,8 @@ remember(struct ledger *l, const char *sha, const char *id, const char *at,
 		free(l->batch[i]);
 		l->batch[i] = xstrdup(id != NULL ? id : "");
 		l->reaped[i] = what == R_REAPED;
+		strv_free(l->results[i]);
+		l->results[i] = strv(results);
 		free(l->intent[i]);
 		l->intent[i] = NULL;
 	} else if (what == R_INTENT) {
@@ -183,10 +219,12 @@ ledger_refresh(struct ledger *l)
 		if (YAJL_IS_OBJECT(v) && json_str(v, "intent") != NULL)
 			remember(l, json_str(v, "intent"), NULL,
 			    json_str(v, "at") != NULL ? json_str(v, "at") : "",
-			    json_true(v, "withdrawn") ? R_WITHDRAWN : R_INTENT);
+			    json_true(v, "withdrawn") ? R_WITHDRAWN : R_INTENT,
+			    NULL);
 		else if (YAJL_IS_OBJECT(v)) {
 			remember(l, json_str(v, "sha256"), json_str(v, "batch_id"),
-			    NULL, json_get(v, "reaped") != NULL ? R_REAPED : R_JOB);
+			    NULL, json_get(v, "reaped") != NULL ? R_REAPED : R_JOB,
+			    json_get(v, "results"));
 			if (l->each != NULL)
 				l->each(l->each_arg, v);
 		} else
@@ -284,7 +322,7 @@ ledger_append(struct ledger *l, const char *sha256, const char *batch_id,
 	int rc;
 
 	if ((rc = append(l, line, len)) == 0)
-		remember(l, sha256, batch_id, NULL, R_JOB);
+		remember(l, sha256, batch_id, NULL, R_JOB, NULL);
 	return rc;
 }
 
@@ -313,7 +351,7 @@ intent(struct ledger *l, const char *sha256, const char *file,
 	yajl_gen_get_buf(g, &line, &len);
 	if ((rc = append(l, (const char *)line, len)) == 0)
 		remember(l, sha256, NULL, at, file != NULL ? R_INTENT :
-		    R_WITHDRAWN);
+		    R_WITHDRAWN, NULL);
 	yajl_gen_free(g);
 	return rc;
 }
@@ -337,6 +375,14 @@ ledger_reaped(const struct ledger *l, const char *sha256)
 	size_t i = idmap_get(&l->sha, sha256, strlen(sha256));
 
 	return i != (size_t)-1 && l->batch[i] != NULL && l->reaped[i];
+}
+
+char *const *
+ledger_results(const struct ledger *l, const char *sha256)
+{
+	size_t i = idmap_get(&l->sha, sha256, strlen(sha256));
+
+	return i != (size_t)-1 && l->batch[i] != NULL ? l->results[i] : NULL;
 }
 
 int

@@ -34,6 +34,8 @@ struct ledger {
 	char		**batch;	/* batch_id of sha member i, or NULL; owned */
 	char		**intent;	/* "at" of its intent with no job after it, or NULL; owned */
 	unsigned char	*reaped;	/* its latest job was ended by qb-reap; owned */
+	char		***results;	/* its latest job's "results" paths,
+					   NULL-terminated, or NULL; owned */
 	struct idmap	 ids;		/* every batch_id seen */
 	int		 runfd;		/* the run lock (ledger_runlock), or -1 */
 	/* If set, ledger_refresh also hands each job record it reads (not
@@ -108,6 +110,12 @@ int ledger_intend(struct ledger *l, const char *sha256, const char *file,
 int ledger_withdraw(struct ledger *l, const char *sha256);
 /* 1 if the latest job for sha256 has a "reaped" member (qb-reap), else 0. */
 int ledger_reaped(const struct ledger *l, const char *sha256);
+/*
+ * The result files qb-poll listed in the latest job for sha256, as a
+ * NULL-terminated array owned by l (valid until its next refresh), or
+ * NULL when it lists none or no job holds sha256.
+ */
+char *const *ledger_results(const struct ledger *l, const char *sha256);
 
 /*
  * Append the len bytes of one job record at line (no newline) under an

@@ -26,6 +26,7 @@
 #include "msg.h"
 #include "provider.h"
 #include "qtime.h"
+#include "result.h"
 #include "rfc3339.h"
 #include "sha256.h"
 #include "submit.h"
@@ -42,20 +43,57 @@ ishex64(const char *s)
 	return n == 64;
 }
 
+/* 1 if every line of the result files at paths is a retry, else 0. */
+static int
+all_retries(char *const *paths)
+{
+	struct result_parser rp;
+	struct jsonl_reader rd;
+	struct result res;
+	char *line, err[256];
+	size_t len;
+	int ch, ok = 1;
+
+	memset(&rp, 0, sizeof(rp));
+	for (; ok && *paths != NULL; paths++) {
+		if (jsonl_open(&rd, *paths) == -1) {
+			ok = 0;
+			break;
+		}
+		while (ok && (ch = jsonl_next(&rd, &line, &len)) != JSONL_EOF)
+			ok = ch == JSONL_LINE && result_parse(&rp, line, len, &res,
+			    err, sizeof(err)) == 0 && res.outcome == OUTCOME_RETRY;
+		jsonl_close(&rd);
+	}
+	result_parser_free(&rp);
+	return ok;
+}
+
 /*
- * Whether batch pj ended with none of its requests completed, so that a
- * file made of retries alone may go again: what failed in it came back as
- * retries, or as dead outcomes that qb-pack leaves out of the file when it
- * is packed again. Unknown counts count as run (never pay twice), unless
- * the batch failed as a whole and said why. Only completed requests count:
- * some hosts count expired requests as failed (qb-providers(7)).
+ * Whether a file made of retry outcomes alone may go again after its
+ * latest batch pj, whose result files, as far as qb-poll has fetched
+ * them, are results (NULL for none): only when nothing in that batch
+ * came to an answer that stands. None of its requests completed, and
+ * what failed in it failed for now (a 500, an expiry), never for good (a
+ * 400 is dead, and sending it again only makes a second dead outcome):
+ * so the result files, once fetched, must hold retries alone; a batch
+ * that failed some requests and whose files are not fetched yet waits.
+ * Unknown counts count as run (never pay twice), unless the batch failed
+ * as a whole and said why. Only completed requests count as answered:
+ * some hosts count expired ones as failed (qb-providers(7)).
  */
 static int
-ran_nothing(const struct provider_job *pj)
+ran_nothing(const struct provider_job *pj, char *const *results)
 {
 	if (!pj->ended)
 		return 0;
-	return pj->has_counts ? pj->completed == 0 : pj->errors != NULL;
+	if (!pj->has_counts)
+		return pj->errors != NULL;
+	if (pj->completed > 0)
+		return 0;
+	if (results != NULL)
+		return all_retries(results);
+	return pj->failed == 0;
 }
 
 /* The connection to p; a bad configuration exits 78 before it is made. */
@@ -212,7 +250,7 @@ adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
 	}
 	json_int(rec, "requests", &req);
 	json_int(rec, "retries", &ret);
-	if (at == NULL && req > 0 && ret == req && ran_nothing(&pj)) {
+	if (at == NULL && req > 0 && ret == req && ran_nothing(&pj, NULL)) {
 		qb_note(1, "%s: batch %s made for it ended %s with nothing run; "
 		    "its retries are submitted again", file, pj.id, pj.status);
 		free(r->reuse);
@@ -295,7 +333,7 @@ again(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
 		yajl_tree_free(batch);
 		return 1;
 	}
-	if (retries && ran_nothing(&pj)) {
+	if (retries && ran_nothing(&pj, ledger_results(&r->led, sha))) {
 		skip = 0;
 		qb_note(1, "%s: batch %s ended%s%s with nothing run; its "
 		    "retries are submitted again", file, bid,

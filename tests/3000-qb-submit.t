@@ -4,7 +4,7 @@
 # run lock, intents and adoption of batches whose job was never recorded,
 # submitting again a file whose batch ran nothing, configuration errors.
 . "$(dirname "$0")/lib.sh"
-plan 150
+plan 154
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -318,8 +318,22 @@ jq -nc --arg s "$(sha256sum allfail.jsonl | cut -d' ' -f1)" \
     '{file:"allfail.jsonl",provider:"openai",endpoint:"/v1/chat/completions",model:"m1",requests:1,retries:1,sha256:$s}' >allfail.pack
 qb-submit -l again.jsonl allfail.pack >/dev/null 2>&1
 clock 2
+check_exit 0 "its failures not read yet: it waits" qb-submit -v -l again.jsonl allfail.pack
+like "$(cat "$T/err")" "(completed); skipped" "is skipped until qb-poll has its files"
+mkdir -p allres
+qb-poll -q -i again.jsonl -d allres >/dev/null
 check_exit 0 "a file whose batch completed with no request succeeded" qb-submit -v -l again.jsonl allfail.pack
 like "$(cat "$T/err")" "ended completed with nothing run; its retries are submitted again" "is submitted again, as with Anthropic"
+# A file of retries whose batch failed a request for good (400: dead) is
+# not sent again: that would give the id a second dead outcome.
+printf '%s\n' '{"custom_id":"f2","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[],"qb_fake":{"status":400}}}' >deadone.jsonl
+jq -nc --arg s "$(sha256sum deadone.jsonl | cut -d' ' -f1)" \
+    '{file:"deadone.jsonl",provider:"openai",endpoint:"/v1/chat/completions",model:"m1",requests:1,retries:1,sha256:$s}' >deadone.pack
+qb-submit -l again.jsonl deadone.pack >/dev/null 2>&1
+clock 2
+qb-poll -q -i again.jsonl -d allres >/dev/null
+check_exit 0 "a file of retries whose batch gave a dead outcome" qb-submit -v -l again.jsonl deadone.pack
+like "$(cat "$T/err")" "(completed); skipped" "is not sent again"
 
 # configuration errors come first
 check_exit 78 "an ftp base URL" qb-submit --base-url ftp://example.com/v1 bad.jsonl

@@ -190,7 +190,7 @@ printf '%s\n' \
     '{"id":"e2","body":{"model":"claude-x","max_tokens":16,"messages":[{"role":"user","content":"y"}],"qb_fake":{"error":"api_error"}}}' >bad.jsonl
 qb-pack -p anthropic -d bad bad.jsonl >badpack.jsonl 2>/dev/null
 qb-submit -l led4.jsonl badpack.jsonl >badjob.jsonl 2>/dev/null
-qb-poll -w --interval 0.1 -d bad badjob.jsonl >badpolled.jsonl 2>/dev/null
+qb-poll -w --interval 0.1 -i led4.jsonl -d bad >badpolled.jsonl 2>/dev/null
 is "$(jqr '[.status,.counts.completed,.counts.failed]|@tsv' badpolled.jsonl)" "$(printf 'ended\t0\t2')" \
     "every request errored"
 check_exit 0 "re-run of the same pack record" qb-submit -v -l led4.jsonl badpack.jsonl

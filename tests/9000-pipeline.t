@@ -105,7 +105,7 @@ fake_stop
 fake_start --batch-seconds 0.5 --expire-after-requests 0
 mkdir -p "$T/b7" "$T/r7"
 qb-pack -d "$T/b7" "$T/x.jsonl" | qb-submit -q -l "$T/jobs7" >"$T/sub7"
-qb-poll -w --interval 0.1 --timeout 60 -d "$T/r7" <"$T/sub7" >"$T/polled7"
+qb-poll -w --interval 0.1 --timeout 60 -i "$T/jobs7" -d "$T/r7" >"$T/polled7"
 qb-reconcile -r "$T/x.jsonl" <"$T/polled7" 2>/dev/null | jqr 'select(.outcome=="retry")' >"$T/retry7.jsonl"
 qb-pack -d "$T/b7" "$T/retry7.jsonl" | qb-submit -l "$T/jobs7" >"$T/sub8" 2>"$T/err"
 is "$(jqr .status "$T/polled7"):$(wc -l <"$T/sub8" | tr -d ' ')" "expired:1" "expired with nothing run: submitted again"
