@@ -226,6 +226,42 @@ refused(struct reap *R, struct job *j, const struct provider *p,
 	yajl_tree_free(b);
 }
 
+/*
+ * qb-poll had a 404 or 410 for this job. That may pass (a batch or a
+ * file just made, a replica behind): its results are paid for, so the
+ * job is reaped only if its batch has ended and a result file answers
+ * 404 or 410 to this run too. Returns 1 with the status in *st if so.
+ */
+static int
+confirm_gone(struct job *j, const struct provider *p, struct http *h,
+    long long *st)
+{
+	const char *id = json_str(j->r.rec, "batch_id");
+	FILE *null;
+	int i, rc = 0;
+
+	if (!j->pj.ended) {
+		qb_note(1, "%s: %s, not ended: the 404 qb-poll had has passed",
+		    id, j->pj.status);
+		return 0;
+	}
+	if (p->fetch == NULL || (null = fopen("/dev/null", "w")) == NULL)
+		return 0;
+	for (i = 0; i < j->pj.nresult && rc == 0; i++)
+		if (p->fetch(h, j->pj.result[i].ref, null) != 0) {
+			if (h->status == 404 || h->status == 410) {
+				*st = h->status;
+				rc = 1;
+			} else
+				break;	/* for now: a later run looks again */
+		}
+	fclose(null);
+	if (rc == 0)
+		qb_note(1, "%s: its result files answer now; qb-poll fetches "
+		    "them", id);
+	return rc;
+}
+
 static void
 reap_one(struct reap *R, struct job *j)
 {
@@ -265,7 +301,7 @@ reap_one(struct reap *R, struct job *j)
 			qb_note(1, "%s: cancel requested: %s", id, j->pj.status);
 			return;
 		}
-		if (lost) {
+		if (lost && confirm_gone(j, p, h, &st)) {
 			/* The batch is there, its file is not: truly gone. */
 			m = json_str(e, "message");
 			snprintf(why, sizeof(why), "a result file is gone (HTTP "

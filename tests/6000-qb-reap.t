@@ -7,7 +7,7 @@
 # reconciled; --dry-run; bad lines; the ledger kept whole when another
 # tool changes it during a run; exit statuses; the key never shown.
 . "$(dirname "$0")/lib.sh"
-plan 107
+plan 110
 
 QB_MAX_RETRIES=1
 export QB_MAX_RETRIES
@@ -163,13 +163,19 @@ like "$(jqr '[.ended,.reaped.reason]|@tsv' "$T/out")" "$(printf 'true\tPOST /bat
 # the batch is there; the results it has are done, the rest retry
 jq -c 'select(.provider=="openai")|.ended=false|.error={message:"errors file file-x: GET /files/file-x/content: HTTP 404: No such File object",http_status:404}' \
     ended.jsonl >f404.jsonl
+# A 404 that passes is no reason: the batch has ended and its files answer.
+check_exit 0 "a job with a 404 fetch error that has passed" qb-reap -v f404.jsonl
+is "$(jqr .ended "$T/out")" false "not reaped: the results are paid for"
+like "$(cat "$T/err")" "its result files answer now; qb-poll fetches them" "says so"
+# From here on the emulator has lost every result file.
+script '{"on":"GET /v1/files/*/content","status":404,"times":-1,"body":{"error":{"message":"No such File object","type":"invalid_request_error","param":null,"code":null}}}'
 g0=$(gets)
 check_exit 0 "a job with a 404 fetch error" qb-reap -v f404.jsonl
 cp "$T/out" f404r.jsonl
 is "$(jqr '[.ended,.status,.error.http_status,(.results|length)]|@tsv' f404r.jsonl)" "$(printf 'true\tcancelled\t404\t1')" \
     "ended; status, error and results kept"
 like "$(jqr .reaped.reason f404r.jsonl)" "HTTP 404): errors file file-x" "the reason quotes the error"
-is "$(($(gets) - g0)):$(posts)" "1:$(posts)" "one GET, no cancel"
+is "$(($(gets) - g0)):$(posts)" "1:$(posts)" "one GET of the batch (and one of its file), no cancel"
 qb-reconcile -r o.jsonl f404r.jsonl >out.jsonl 2>/dev/null
 is "$(outcomes out.jsonl)" "o1:done:succeeded o2:done:succeeded o3:retry:canceled o4:retry:canceled " \
     "qb-reconcile: done where a result file was fetched, retry for the rest"
