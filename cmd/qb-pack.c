@@ -241,9 +241,18 @@ static void
 put(struct packer *pk, struct group *g, const char *out, size_t n,
     long ninputs, long long tokens, int retry)
 {
-	if (g->open && (g->requests + 1 > pk->o->max_requests ||
-	    g->bytes + (long long)n + 1 > pk->o->max_bytes ||
-	    g->inputs + ninputs > pk->o->prov->max_inputs))
+	const struct provider *pv = pk->o->prov;
+	/*
+	 * The retries of one batch fitted in its file: split only at the
+	 * provider's caps, so that they never go into files that part of
+	 * them makes again differently once some have their answers.
+	 */
+	long long maxr = *g->source ? pv->max_requests : pk->o->max_requests;
+	long long maxb = *g->source ? pv->max_bytes : pk->o->max_bytes;
+
+	if (g->open && (g->requests + 1 > maxr ||
+	    g->bytes + (long long)n + 1 > maxb ||
+	    g->inputs + ninputs > pv->max_inputs))
 		group_finish(pk, g);
 	if (!g->open) {
 		if (pk->nopen == GROUPS_OPEN_MAX)

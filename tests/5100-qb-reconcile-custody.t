@@ -5,7 +5,7 @@
 # standing over a retry whatever order the results come in.
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null 2>&1 || skip_all "jq is needed"
-plan 32
+plan 34
 
 cd "$T" || exit 1
 fake_start --batch-seconds 0.3
@@ -92,4 +92,6 @@ check_exit 0 "pack: outcome files of two batches, one id dead" qb-pack -d pk c.j
 is "$(jqr .sha256 "$T/out" | sort -u | wc -l | tr -d ' '):$(jqr .requests "$T/out" | tr '\n' ' ')" "1:3 3 " \
     "pack: the same file from either batch, without the dead id"
 is "$(cat "$(jqr .file "$T/out" | head -n 1)" | jqr .custom_id | tr '\n' ' ')" "y1 y2 y3 " "pack: sorted by id"
+check_exit 0 "pack -n 2: the retries of one batch" qb-pack -n 2 -d pk c.jsonl
+is "$(jqr .requests "$T/out")" 4 "pack -n 2: not split, only at the provider's caps"
 done_testing
