@@ -92,20 +92,29 @@ struct poll {
 };
 
 /*
- * A job record that says ended, was not reaped, and lists no result file
- * although its counts say requests ran: an earlier qb recorded a batch
- * adopted after it ended that way. Polled again, so its paid results are
- * fetched (job_may_end).
+ * A job record that says ended and was not reaped, but lists no result
+ * file although its counts say requests ran (an earlier qb recorded a
+ * batch adopted after it ended that way), or lists one that is no longer
+ * on disk (deleted, or moved away by hand): polled again, so that its
+ * paid results are fetched again (job_may_end).
  */
 static int
 unfetched(yajl_val rec)
 {
-	yajl_val res = json_get(rec, "results"), c = json_get(rec, "counts");
+	yajl_val res = json_get(rec, "results"), c = json_get(rec, "counts"), f;
 	long long done = 0, failed = 0;
+	struct stat st;
+	size_t i;
 
-	if (json_get(rec, "reaped") != NULL ||
-	    (YAJL_IS_ARRAY(res) && res->u.array.len > 0))
+	if (json_get(rec, "reaped") != NULL)
 		return 0;
+	if (YAJL_IS_ARRAY(res) && res->u.array.len > 0) {
+		for (i = 0; i < res->u.array.len; i++)
+			if (YAJL_IS_STRING(f = res->u.array.values[i]) &&
+			    (stat(f->u.string, &st) == -1 || !S_ISREG(st.st_mode)))
+				return 1;
+		return 0;
+	}
 	json_int(c, "completed", &done);
 	json_int(c, "failed", &failed);
 	return done + failed > 0;

@@ -4,7 +4,7 @@
 # -t as a deadline, Azure's status words and times, and -i on a ledger
 # (its run lock, intent lines).
 . "$(dirname "$0")/lib.sh"
-plan 105
+plan 107
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
@@ -243,6 +243,10 @@ is "$(jqr '[.ended, (.results|length)]|@tsv' "$T/out")" "$(printf 'true\t1')" "-
 jq -c '.results=[] | del(.pad)' big.jsonl >old.jsonl
 check_exit 0 "-i: an ended job with no result file" qb-poll -i old.jsonl -d res
 is "$(jqr '[.ended, (.results|length)]|@tsv' old.jsonl)" "$(printf 'true\t1')" "-i: its results fetched"
+# A result file deleted after qb-poll listed it: fetched again.
+rm "$(jqr '.results[0]' old.jsonl)"
+check_exit 0 "-i: an ended job whose result file is gone from disk" qb-poll -i old.jsonl -d res
+ok_if "-i: fetched again" -s "$(jqr '.results[0]' old.jsonl)"
 
 # an expired batch: both files
 fake_start --batch-seconds 3 --expire-after-requests 1
