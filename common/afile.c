@@ -2,11 +2,15 @@
  * afile.c: atomic file replacement, and the list of temporary files a
  * process has made and not yet renamed or removed, which an atexit(3)
  * handler removes: a tool that dies (qb_die, a failed write on a full
- * disk) must not leave them behind to keep the disk full.
+ * disk) must not leave them behind to keep the disk full. SIGTERM, SIGINT
+ * and SIGHUP (a cron timeout, a ^C) remove them too before the process
+ * dies of the signal; only SIGKILL leaves them.
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,30 +39,70 @@ temps_unlink(void)
 		unlink(temps[i]);
 }
 
+/* A deadly signal: remove the temporary files, then die of it. */
+static void
+temps_signal(int sig)
+{
+	temps_unlink();		/* unlink(2) is async-signal-safe */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static const int deadly[] = { SIGTERM, SIGINT, SIGHUP };
+
+/* Keep the deadly signals off while the list changes; *old restores. */
+static void
+temps_block(sigset_t *old)
+{
+	sigset_t set;
+	size_t i;
+
+	sigemptyset(&set);
+	for (i = 0; i < sizeof(deadly) / sizeof(deadly[0]); i++)
+		sigaddset(&set, deadly[i]);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
 void
 afile_temp_add(const char *path)
 {
 	static int armed;
+	struct sigaction sa, was;
+	sigset_t old;
+	size_t i;
 
 	if (!armed) {
 		atexit(temps_unlink);
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = temps_signal;
+		sigemptyset(&sa.sa_mask);
+		/* A signal the caller ignores (nohup) stays ignored. */
+		for (i = 0; i < sizeof(deadly) / sizeof(deadly[0]); i++)
+			if (sigaction(deadly[i], NULL, &was) == 0 &&
+			    was.sa_handler == SIG_DFL)
+				sigaction(deadly[i], &sa, NULL);
 		armed = 1;
 	}
+	temps_block(&old);
 	temps = xreallocarray(temps, ntemps + 1, sizeof(*temps));
 	temps[ntemps++] = xstrdup(path);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void
 afile_temp_del(const char *path)
 {
+	sigset_t old;
 	size_t i;
 
+	temps_block(&old);
 	for (i = ntemps; i-- > 0;)
 		if (strcmp(temps[i], path) == 0) {
 			free(temps[i]);
 			temps[i] = temps[--ntemps];
-			return;
+			break;
 		}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 int

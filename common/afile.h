@@ -31,8 +31,9 @@ int afile_commit(struct afile *a, const char *newpath);
 void afile_abort(struct afile *a);
 /*
  * Add path, a temporary file the caller made, to the files removed at
- * exit(3); afile_temp_del takes it off again (after a rename or an
- * unlink). path is copied. Dies QB_EX_OSERR if out of memory.
+ * exit(3) and on SIGTERM, SIGINT or SIGHUP (unless ignored: the process
+ * then dies of the signal); afile_temp_del takes it off again (after a
+ * rename or an unlink). path is copied. Dies QB_EX_OSERR if out of memory.
  */
 void afile_temp_add(const char *path);
 void afile_temp_del(const char *path);

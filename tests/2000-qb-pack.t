@@ -3,7 +3,7 @@
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
-plan 117
+plan 119
 
 # pack DIR ARGS...: run qb-pack into a fresh DIR; out/err/rc in $T
 pack() {
@@ -363,4 +363,19 @@ qb-reconcile -r "$f" "$T/deep.results" >"$T/out" 2>"$T/err"
 is "$?:$(jqr -s 'map(.id + "=" + .outcome) | join(" ")' "$T/out")" "0:d1=done d3=done" \
 	"qb-reconcile indexes the 512-level line: both done"
 unlike "$(cat "$T/err")" "nested" "qb-reconcile refused no line"
+# SIGTERM (a cron timeout) mid-pack: the temporary files go with it.
+mkdir "$T/sig"
+mkfifo "$T/sig.fifo"
+qb-pack -d "$T/sig" "$T/sig.fifo" >/dev/null 2>&1 &
+pid=$!
+exec 9>"$T/sig.fifo"
+printf '{"id":"s1","body":{"model":"m1","messages":[]}}\n' >&9
+k=0
+while [ -z "$(ls -A "$T/sig")" ] && [ $k -lt 100 ]; do sleep 0.05; k=$((k + 1)); done
+kill -TERM $pid
+wait $pid
+st=$?
+exec 9>&-
+is "$st" 143 "SIGTERM mid-pack: dies of the signal"
+is "$(ls -A "$T/sig" | wc -l | tr -d ' ')" 0 "SIGTERM mid-pack: no temporary file left"
 done_testing
