@@ -162,7 +162,7 @@ main(void)
 
 		redact_str(small, sizeof(small));
 		tap_is(small, "http://[redacted]@h/", "redact_str: in place");
-		strcpy(small, "http://u:k@host.example/");
+		snprintf(small, sizeof(small), "%s", "http://u:k@host.example/");
 		redact_str(small, 16);
 		tap_is(small, "http://[redacte", "redact_str: cut to the buffer");
 	}
