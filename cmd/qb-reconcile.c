@@ -398,25 +398,19 @@ dead_lines(struct rec *rc, const struct jsonl_reader *r, yajl_val v,
  * A job record: its file's requests are claimed by it (the file is
  * indexed first when no -r file is the same file), then its results
  * files are read. "ended" false (or absent with a status that can still
- * change) leaves the requests without results pending.
+ * change) leaves the requests without results pending. v, its parse,
+ * stays the caller's.
  */
-
 static void
-take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
+job_tree(struct rec *rc, const struct jsonl_reader *r, yajl_val v)
 {
-	char err[256];
-	yajl_val v = json_tree(line, err, sizeof(err)), res, ended;
+	yajl_val res, ended;
 	const char *file, *status;
 	struct job *j;
 	size_t i, f;
 	uint32_t jn;
 	int failed, lines, nofile = 0;
 
-	if (v == NULL) {
-		qb_lwarn(r->name, r->lineno, "job record: %s", err);
-		reject(rc);
-		return;
-	}
 	res = json_get(v, "results");
 	file = json_str(v, "file");
 	if ((res != NULL && !YAJL_IS_NULL(res) && !YAJL_IS_ARRAY(res)) ||
@@ -424,7 +418,6 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 	    !YAJL_IS_NULL(json_get(v, "file")))) {
 		qb_lwarn(r->name, r->lineno, "job record: \"file\" is not a string "
 		    "or \"results\" not an array");
-		yajl_tree_free(v);
 		reject(rc);
 		return;
 	}
@@ -473,6 +466,21 @@ take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 		    "file" : "its file could not be read");
 	else if (lines && rc->jobs[jn - 1].ended && !rc->jobs[jn - 1].unread)
 		dead_lines(rc, r, v, jn, file, NULL);
+}
+
+/* A job record's line: parsed, then job_tree. */
+static void
+take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
+{
+	char err[256];
+	yajl_val v = json_tree(line, err, sizeof(err));
+
+	if (v == NULL) {
+		qb_lwarn(r->name, r->lineno, "job record: %s", err);
+		reject(rc);
+		return;
+	}
+	job_tree(rc, r, v);
 	yajl_tree_free(v);
 }
 
@@ -726,7 +734,7 @@ job_unit(struct rec *all, const char *name, unsigned long lineno,
 	if (afile_open(&a, path.p) == -1)
 		qb_diesys(QB_EX_IOERR, "%s", path.p);
 	jr.out = a.fp;
-	take_job(&jr, &r, line);
+	job_tree(&jr, &r, v);
 	finish(&jr);
 	rec_add(all, &jr);
 	if (jr.unread || jr.npending > 0 || jr.ioerr) {

@@ -348,9 +348,15 @@ again(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
 		    "(%s); skipped: qb-reconcile gives its requests their "
 		    "outcomes, and its retries, packed again, are submitted",
 		    file, bid, pj.status);
-	else
+	else {
 		qb_lwarn(rd->name, rd->lineno, "%s: already submitted as %s "
 		    "(%s); skipped", file, bid, pj.status);
+		if (retries && pj.ended && pj.has_counts && pj.completed == 0 &&
+		    pj.failed > 0 && ledger_results(&r->led, sha) == NULL)
+			qb_note(1, "%s: its failed requests are not read yet: "
+			    "once qb-poll -i has their results, a file of "
+			    "retries alone goes again", file);
+	}
 	r->nskip += skip;
 	yajl_tree_free(batch);
 	return skip;
