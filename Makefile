@@ -12,9 +12,9 @@ override CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DQB_VERSION='"
 
 TOOLS = qb-pack qb-submit qb-poll qb-reconcile qb-reap qb-drain
 BINS = $(TOOLS:%=cmd/%)
-COMMON_SRC = $(wildcard common/*.c)
+COMMON_SRC = $(wildcard common/*/*.c)
 COMMON_OBJ = $(COMMON_SRC:.c=.o)
-HDRS = $(wildcard common/*.h)
+HDRS = $(wildcard common/*/*.h) cmd/opt.h
 UNIT_SRC = $(wildcard tests/unit/*.c)
 PROVEFLAGS ?=
 PROVIDER ?= openai
@@ -54,14 +54,17 @@ common/libqb.a: $(COMMON_OBJ)
 common/%.o: common/%.c $(HDRS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-cmd/%: cmd/%.c common/libqb.a $(HDRS)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< common/libqb.a $(LDLIBS)
+cmd/opt.o: cmd/opt.c $(HDRS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ cmd/opt.c
+
+cmd/%: cmd/%.c cmd/opt.o common/libqb.a $(HDRS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< cmd/opt.o common/libqb.a $(LDLIBS)
 
 tests/unit/%: tests/unit/%.c common/libqb.a $(HDRS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< common/libqb.a $(LDLIBS)
 
 $(FUZZ_DIR)/%.o: common/%.c $(HDRS)
-	@mkdir -p $(FUZZ_DIR)
+	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 $(FUZZ_DIR)/libqb.a: $(FUZZ_OBJ)
@@ -122,7 +125,7 @@ uninstall:
 	rm -f $(DESTDIR)$(MANDIR)/man7/qb.7
 
 clean:
-	rm -f $(BINS) $(UNIT) common/*.o common/libqb.a
+	rm -f $(BINS) $(UNIT) common/*/*.o cmd/*.o common/libqb.a
 	rm -rf $(FUZZ_DIR)
 
 .PHONY: all check check-sanitize clean demo bench deps fuzz fuzz-build install lint \

@@ -23,20 +23,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "exits.h"
-#include "idmap.h"
-#include "jout.h"
-#include "json.h"
-#include "jsonl.h"
-#include "msg.h"
-#include "num.h"
+#include "base/afile.h"
+#include "base/exits.h"
+#include "base/idmap.h"
+#include "base/msg.h"
+#include "base/num.h"
+#include "base/qtime.h"
+#include "base/xmem.h"
+#include "json/jout.h"
+#include "json/jsonl.h"
+#include "json/jtree.h"
 #include "opt.h"
-#include "queue.h"
-#include "settle.h"
-#include "sqs.h"
-#include "xmem.h"
-#include "qtime.h"
+#include "queue/queue.h"
+#include "queue/settle.h"
+#include "queue/sqs.h"
 
 static const char usage[] =
     "[-chqVv] [--dead-letter file] [--dead-letter-queue queue]\n"
@@ -102,7 +102,7 @@ item(struct run *R, const struct qmsg *m, yajl_val v)
 {
 	static const char *const skip[] = { "id", "queue", "receipt",
 	    "receives", NULL };
-	const char *id = json_str(v, "id");
+	const char *id = jtree_str(v, "id");
 
 	jout_open(R->g);
 	jout_kstr(R->g, "id", id != NULL ? id : m->id);
@@ -154,7 +154,7 @@ handon(struct run *R, struct qbatch *b)
 		struct qmsg *m = &b->m[i];
 
 		if (m->receipt == NULL) {	/* stdin: pass the line on */
-			if ((v = json_tree(m->body, err, sizeof(err))) == NULL ||
+			if ((v = jtree_parse(m->body, err, sizeof(err))) == NULL ||
 			    !YAJL_IS_OBJECT(v)) {
 				qb_lwarn("<stdin>", m->lineno, "%s", v == NULL ?
 				    err : "not a JSON object");
@@ -170,7 +170,7 @@ handon(struct run *R, struct qbatch *b)
 			continue;
 		}
 		if (o->maxr > 0 && m->receives > o->maxr) {
-			v = json_tree(m->body, err, sizeof(err));
+			v = jtree_parse(m->body, err, sizeof(err));
 			item(R, m, v);
 			yajl_tree_free(v);
 			qb_warn("message %s received %ld times: dead-lettered",
@@ -204,7 +204,7 @@ handon(struct run *R, struct qbatch *b)
 			b->m[k++] = *m;
 			continue;
 		}
-		v = json_tree(m->body, err, sizeof(err));
+		v = jtree_parse(m->body, err, sizeof(err));
 		if (v == NULL || !YAJL_IS_OBJECT(v))
 			qb_warn("message %s: body is not a JSON object; passed "
 			    "on as a string", m->id);
@@ -221,8 +221,8 @@ handon(struct run *R, struct qbatch *b)
 		 * dead-letters it.
 		 */
 		yajl_gen_get_buf(R->g, &p, &n);
-		if ((cid = json_str(v, "custom_id")) == NULL &&
-		    (cid = json_str(v, "id")) == NULL)
+		if ((cid = jtree_str(v, "custom_id")) == NULL &&
+		    (cid = jtree_str(v, "id")) == NULL)
 			cid = m->id;
 		if (cid != NULL && (why = id_check(cid, strlen(cid))) != NULL)
 			snprintf(err, sizeof(err), "%s", why);
@@ -319,8 +319,8 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 	const char *id, *why = NULL;
 	int rc, isnew;
 
-	if (((id = json_str(v, "custom_id")) != NULL ||
-	    (id = json_str(v, "id")) != NULL) &&
+	if (((id = jtree_str(v, "custom_id")) != NULL ||
+	    (id = jtree_str(v, "id")) != NULL) &&
 	    (why = id_check(id, strlen(id))) != NULL)
 		qb_lwarn(r->name, r->lineno, "%s", why);
 	else if (id != NULL &&

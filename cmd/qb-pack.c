@@ -18,23 +18,23 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "afile.h"
-#include "buf.h"
-#include "exits.h"
-#include "hwrite.h"
-#include "idmap.h"
-#include "item.h"
-#include "jout.h"
-#include "jscan.h"
-#include "json.h"
-#include "jsonl.h"
-#include "msg.h"
-#include "num.h"
+#include "base/afile.h"
+#include "base/buf.h"
+#include "base/exits.h"
+#include "base/hwrite.h"
+#include "base/idmap.h"
+#include "base/msg.h"
+#include "base/num.h"
+#include "base/sha256.h"
+#include "base/xmem.h"
+#include "json/jout.h"
+#include "json/jscan.h"
+#include "json/jsonl.h"
+#include "json/jtree.h"
 #include "opt.h"
-#include "provider.h"
-#include "retryset.h"
-#include "sha256.h"
-#include "xmem.h"
+#include "provider/provider.h"
+#include "record/item.h"
+#include "record/retryset.h"
 
 static const char usage[] =
     "[-hqVv] [--strict] -d dir [-b bytes] [-e endpoint]\n"
@@ -99,7 +99,7 @@ struct packer {
 	struct idmap	 ids;
 	unsigned long	*firstline;	/* line of each id's first use */
 	char		**firstfile;
-	struct json_scan scan;
+	struct jscan scan;
 	yajl_gen	 gen;		/* batch file lines */
 	yajl_gen	 rec;		/* pack records */
 	struct buf	 nocr;		/* a body without its CR bytes */
@@ -289,7 +289,7 @@ static int
 pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
     size_t len)
 {
-	struct json_scan *s = &pk->scan;
+	struct jscan *s = &pk->scan;
 	const struct provider *pv = pk->o->prov;
 	char err[256];
 	struct item item;
@@ -308,9 +308,9 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 		 * id's retries from being packed again (retryset.h).
 		 */
 		if (item.outcome != NULL && (strcmp(item.outcome, "done") == 0 ||
-		    strcmp(item.outcome, "dead") == 0) && (iout = json_find(s, -1,
-		    "id")) >= 0 && json_sval(s, iout) != NULL) {
-			retryset_final(&pk->rs, json_sval(s, iout),
+		    strcmp(item.outcome, "dead") == 0) && (iout = jscan_find(s, -1,
+		    "id")) >= 0 && jscan_sval(s, iout) != NULL) {
+			retryset_final(&pk->rs, jscan_sval(s, iout),
 			    s->span[iout].slen);
 			pk->nfinal++;
 			return 0;
@@ -325,11 +325,11 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	/* An embeddings request counts its inputs against the file's cap. */
 	ninputs = 0;
 	if (pv->max_inputs > 0 && strcmp(endpoint, pv->inputs_endpoint) == 0) {
-		int iin = json_find(s, ibody, "input");
+		int iin = jscan_find(s, ibody, "input");
 
 		ninputs = 1;
 		if (iin >= 0 && s->span[iin].type == JT_ARRAY)
-			ninputs = json_array_len(line + s->span[iin].off,
+			ninputs = jscan_array_len(line + s->span[iin].off,
 			    s->span[iin].len);
 		if (ninputs > pv->max_inputs) {
 			snprintf(err, sizeof(err), "%ld", ninputs);
@@ -404,7 +404,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	 * files of their own (struct group).
 	 */
 	retry = item.outcome != NULL && strcmp(item.outcome, "retry") == 0;
-	source = retry ? json_sval(s, json_find(s, -1, "batch_id")) : NULL;
+	source = retry ? jscan_sval(s, jscan_find(s, -1, "batch_id")) : NULL;
 	if (source == NULL)
 		source = "";
 	buf_reset(&pk->key);
@@ -429,7 +429,7 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	pk->firstfile[idx] = r->name;
 
 	g = group_get(pk, endpoint, model, source);
-	tokens = (json_string_chars(line + s->span[ibody].off,
+	tokens = (jscan_string_chars(line + s->span[ibody].off,
 	    s->span[ibody].len) + 3) / 4;
 	if (*source != '\0') {
 		/* Sorted and sifted once the whole input is read. */
@@ -544,7 +544,8 @@ main(int argc, char *argv[])
 	o.longest = o.max_bytes - 1;
 	if (o.max_line > 0 && o.max_line < o.longest)
 		o.longest = o.max_line;
-	afile_need_dir(o.dir);
+	if ((rc = afile_need_dir(o.dir)) != 0)
+		return rc;
 	/* Records name files absolutely: cron runs the next tool elsewhere. */
 	if ((absdir = realpath(o.dir, NULL)) == NULL)
 		qb_diesys(QB_EX_OSERR, "%s", o.dir);

@@ -23,23 +23,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "exits.h"
-#include "http.h"
-#include "idmap.h"
-#include "job.h"
-#include "jobs.h"
-#include "jout.h"
-#include "json.h"
-#include "jsonl.h"
-#include "ledger.h"
-#include "msg.h"
-#include "num.h"
+#include "base/afile.h"
+#include "base/exits.h"
+#include "base/idmap.h"
+#include "base/msg.h"
+#include "base/num.h"
+#include "base/qtime.h"
+#include "base/rfc3339.h"
+#include "base/xmem.h"
+#include "http/http.h"
+#include "json/jout.h"
+#include "json/jsonl.h"
+#include "json/jtree.h"
+#include "ledger/job.h"
+#include "ledger/jobs.h"
+#include "ledger/ledger.h"
 #include "opt.h"
-#include "provider.h"
-#include "xmem.h"
-#include "qtime.h"
-#include "rfc3339.h"
+#include "provider/provider.h"
 
 static const char usage[] =
     "[-hqVvw] [--strict] [--base-url url] [-d dir] [--interval seconds]\n"
@@ -101,12 +101,12 @@ struct poll {
 static int
 unfetched(yajl_val rec)
 {
-	yajl_val res = json_get(rec, "results"), c = json_get(rec, "counts"), f;
+	yajl_val res = jtree_get(rec, "results"), c = jtree_get(rec, "counts"), f;
 	long long done = 0, failed = 0;
 	struct stat st;
 	size_t i;
 
-	if (json_get(rec, "reaped") != NULL)
+	if (jtree_get(rec, "reaped") != NULL)
 		return 0;
 	if (YAJL_IS_ARRAY(res) && res->u.array.len > 0) {
 		for (i = 0; i < res->u.array.len; i++)
@@ -115,8 +115,8 @@ unfetched(yajl_val rec)
 				return 1;
 		return 0;
 	}
-	json_int(c, "completed", &done);
-	json_int(c, "failed", &failed);
+	jtree_int(c, "completed", &done);
+	jtree_int(c, "failed", &failed);
 	return done + failed > 0;
 }
 
@@ -282,11 +282,11 @@ poll_one(struct poll *P, struct job *j)
 	struct job_set s;
 	struct http *h;
 	yajl_val batch;
-	const char *id = json_str(j->r.rec, "batch_id"), *name;
+	const char *id = jtree_str(j->r.rec, "batch_id"), *name;
 	char err[256], why[768], *paths[JOB_RESULTS];
 	int i, n = 0, rc;
 
-	name = json_str(j->r.rec, "provider");
+	name = jtree_str(j->r.rec, "provider");
 	if (name == NULL)
 		name = "openai";
 	if ((p = provider_find(name)) == NULL || p->get == NULL) {
@@ -485,7 +485,7 @@ main(int argc, char *argv[])
 	struct opts o;
 	const char *errstr, *dir = ".";
 	size_t i;
-	int ch, timedout;
+	int ch, rc, timedout;
 
 	qb_setprog(argv[0]);
 	memset(&o, 0, sizeof(o));
@@ -534,7 +534,8 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (o.ledger != NULL && argc > 0)
 		qb_usage(usage);
-	afile_need_dir(dir);
+	if ((rc = afile_need_dir(dir)) != 0)
+		return rc;
 	/* Results are named by absolute path: jobs outlive the directory. */
 	if ((o.dir = realpath(dir, NULL)) == NULL)
 		qb_diesys(QB_EX_NOINPUT, "%s", dir);
@@ -560,7 +561,7 @@ main(int argc, char *argv[])
 	for (i = 0; i < P.js.n; i++) {
 		struct job *j = jobs_at(&P.js, i);
 
-		j->state = json_true(j->r.rec, "ended") &&
+		j->state = jtree_true(j->r.rec, "ended") &&
 		    !unfetched(j->r.rec) ? J_ENDED : J_PENDING;
 	}
 

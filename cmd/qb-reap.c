@@ -20,20 +20,20 @@
 #include <string.h>
 #include <time.h>
 
-#include "exits.h"
-#include "http.h"
-#include "job.h"
-#include "jobs.h"
-#include "jout.h"
-#include "json.h"
-#include "jsonl.h"
-#include "ledger.h"
-#include "msg.h"
-#include "num.h"
+#include "base/exits.h"
+#include "base/msg.h"
+#include "base/num.h"
+#include "base/rfc3339.h"
+#include "base/xmem.h"
+#include "http/http.h"
+#include "json/jout.h"
+#include "json/jsonl.h"
+#include "json/jtree.h"
+#include "ledger/job.h"
+#include "ledger/jobs.h"
+#include "ledger/ledger.h"
 #include "opt.h"
-#include "provider.h"
-#include "rfc3339.h"
-#include "xmem.h"
+#include "provider/provider.h"
 
 static const char usage[] =
     "[-hqVv] [--dry-run] [--base-url url] [--key-file file]\n"
@@ -144,7 +144,7 @@ edit(struct reap *R, const struct job *j, yajl_val rec)
 static void
 gone(struct reap *R, struct job *j, const char *why)
 {
-	const char *id = json_str(j->r.rec, "batch_id");
+	const char *id = jtree_str(j->r.rec, "batch_id");
 
 	if (R->o->dry) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: would reap: %s", id, why);
@@ -162,14 +162,14 @@ gone(struct reap *R, struct job *j, const char *why)
 static int
 stale(struct reap *R, struct job *j)
 {
-	const char *c = json_str(j->r.rec, "created_at");
+	const char *c = jtree_str(j->r.rec, "created_at");
 	long long t;
 
-	if (R->o->older < 0 || json_get(j->r.rec, "cancel_requested_at") != NULL)
+	if (R->o->older < 0 || jtree_get(j->r.rec, "cancel_requested_at") != NULL)
 		return 0;
 	if (c == NULL || rfc3339_parse(c, &t) != 0) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: no RFC 3339 \"created_at\": "
-		    "not cancelled", json_str(j->r.rec, "batch_id"));
+		    "not cancelled", jtree_str(j->r.rec, "batch_id"));
 		fail(R, QB_EX_PARTIAL);
 		return 0;
 	}
@@ -206,7 +206,7 @@ static void
 refused(struct reap *R, struct job *j, const struct provider *p,
     struct http *h)
 {
-	const char *id = json_str(j->r.rec, "batch_id");
+	const char *id = jtree_str(j->r.rec, "batch_id");
 	char why[sizeof(h->err)], err[256];
 	struct provider_job pj;
 	yajl_val b = NULL;
@@ -236,7 +236,7 @@ static int
 confirm_gone(struct job *j, const struct provider *p, struct http *h,
     long long *st)
 {
-	const char *id = json_str(j->r.rec, "batch_id");
+	const char *id = jtree_str(j->r.rec, "batch_id");
 	FILE *null;
 	int i, rc = 0;
 
@@ -267,15 +267,15 @@ reap_one(struct reap *R, struct job *j)
 {
 	const struct provider *p;
 	struct http *h;
-	yajl_val e = json_get(j->r.rec, "error"), b = NULL;
-	const char *id = json_str(j->r.rec, "batch_id");
-	const char *name = json_str(j->r.rec, "provider"), *m;
+	yajl_val e = jtree_get(j->r.rec, "error"), b = NULL;
+	const char *id = jtree_str(j->r.rec, "batch_id");
+	const char *name = jtree_str(j->r.rec, "provider"), *m;
 	char err[256], why[320];
 	long long st;
 	int lost, cancel, post, rc;
 
 	/* qb-poll could not have a result file: 404 or 410 is for good. */
-	lost = json_int(e, "http_status", &st) == 0 && (st == 404 || st == 410);
+	lost = jtree_int(e, "http_status", &st) == 0 && (st == 404 || st == 410);
 	if (name == NULL)
 		name = "openai";
 	if ((p = provider_find(name)) == NULL || p->get == NULL ||
@@ -303,13 +303,13 @@ reap_one(struct reap *R, struct job *j)
 		}
 		if (lost && confirm_gone(j, p, h, &st)) {
 			/* The batch is there, its file is not: truly gone. */
-			m = json_str(e, "message");
+			m = jtree_str(e, "message");
 			snprintf(why, sizeof(why), "a result file is gone (HTTP "
 			    "%lld): %.250s", st, m != NULL ? m : "no message");
 			gone(R, j, why);
 		} else if (cancel && !j->pj.ended)
 			qb_lwarn(j->r.src, j->r.lineno, "%s: would cancel (%s, made "
-			    "%s)", id, j->pj.status, json_str(j->r.rec,
+			    "%s)", id, j->pj.status, jtree_str(j->r.rec,
 			    "created_at"));
 		else
 			qb_note(1, "%s: %s", id, j->pj.status);
@@ -350,7 +350,7 @@ unknowns(struct reap *R)
 		qb_lwarn(j->r.src, j->r.lineno, "%s: %s; not reaped: no other %s "
 		    "batch answered in this run, so the key, project or base "
 		    "URL may be wrong (--reap-unknown reaps it all the same)",
-		    json_str(j->r.rec, "batch_id"), j->reason, j->p->name);
+		    jtree_str(j->r.rec, "batch_id"), j->reason, j->p->name);
 		fail(R, QB_EX_PARTIAL);
 	}
 }
@@ -438,7 +438,7 @@ main(int argc, char *argv[])
 	for (i = 0; i < R.js.n; i++) {
 		j = jobs_at(&R.js, i);
 		/* 77, 78: no more requests. */
-		if (!json_true(j->r.rec, "ended") && rank(R.rc) < 5)
+		if (!jtree_true(j->r.rec, "ended") && rank(R.rc) < 5)
 			reap_one(&R, j);
 	}
 	unknowns(&R);

@@ -28,24 +28,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "buf.h"
-#include "exits.h"
-#include "idmap.h"
-#include "jobend.h"
-#include "jobs.h"
-#include "jout.h"
-#include "jscan.h"
-#include "json.h"
-#include "jsonl.h"
-#include "ledger.h"
-#include "msg.h"
+#include "base/afile.h"
+#include "base/buf.h"
+#include "base/exits.h"
+#include "base/idmap.h"
+#include "base/msg.h"
+#include "base/xmem.h"
+#include "json/jout.h"
+#include "json/jscan.h"
+#include "json/jsonl.h"
+#include "json/jtree.h"
+#include "ledger/jobs.h"
+#include "ledger/ledger.h"
 #include "opt.h"
-#include "price.h"
-#include "reqindex.h"
-#include "result.h"
-#include "sync.h"
-#include "xmem.h"
+#include "record/jobend.h"
+#include "record/members.h"
+#include "record/price.h"
+#include "record/reqindex.h"
+#include "record/result.h"
 
 static const char usage[] =
     "[-hquVv] [--strict] [-d dir [-l ledger]] [-r file]... [--prices file]\n"
@@ -92,7 +92,7 @@ struct rec {
 	struct result_parser	 rp;
 	struct idmap		 self;		/* ids of results joined to themselves */
 	uint8_t			*selfout;	/* the outcome each was given */
-	struct json_scan	 sscan;		/* of such results */
+	struct jscan	 sscan;		/* of such results */
 	yajl_gen		 g;
 	unsigned long		 nout[3], npending, nunclaimed, nunknown, ndup, nbad;
 	unsigned long		 nsuper;	/* retries a later done or dead stood over */
@@ -222,7 +222,7 @@ self_join(struct rec *rc, const struct jsonl_reader *r,
     const struct result *res, const char *line, size_t len)
 {
 	static const char *const none[] = { NULL };
-	const struct json_scan *s = &rc->sscan;
+	const struct jscan *s = &rc->sscan;
 	char err[256];
 	size_t i;
 	int isnew;
@@ -231,8 +231,8 @@ self_join(struct rec *rc, const struct jsonl_reader *r,
 	    idmap_get(&rc->ri.ids, res->id, res->idlen) != (size_t)-1)
 		return 0;
 	rc->sscan.deep = none;
-	if (json_scan(&rc->sscan, line, len, err, sizeof(err)) == -1 ||
-	    (json_find(s, -1, "body") < 0 && json_find(s, -1, "params") < 0))
+	if (jscan_parse(&rc->sscan, line, len, err, sizeof(err)) == -1 ||
+	    (jscan_find(s, -1, "body") < 0 && jscan_find(s, -1, "params") < 0))
 		return 0;
 	i = idmap_put(&rc->self, res->id, res->idlen, &isnew);
 	if (isnew) {
@@ -254,7 +254,7 @@ self_join(struct rec *rc, const struct jsonl_reader *r,
 		return 1;
 	}
 	head(rc, res->id, NULL, res, NULL);
-	sync_members(&rc->sscan, rc->g, line, len, ownkeys,
+	members_copy(&rc->sscan, rc->g, line, len, ownkeys,
 	    res->outcome == OUTCOME_RETRY);
 	tail(rc);
 	account(rc, r, res);
@@ -371,8 +371,8 @@ dead_lines(struct rec *rc, const struct jsonl_reader *r, yajl_val v,
 			if (nmiss++ < 10)
 				qb_lwarn(r->name, r->lineno, "job %s: line %lu (%s) "
 				    "matches no request%s%s", j->batch_id,
-				    (unsigned long)line[n], json_str(e, "code") ?
-				    json_str(e, "code") : "error", why ? ": " :
+				    (unsigned long)line[n], jtree_str(e, "code") ?
+				    jtree_str(e, "code") : "error", why ? ": " :
 				    " in ", why ? why : file);
 		} else if (rc->ri.req[idx[n]].state == 0) {
 			memset(&m, 0, sizeof(m));
@@ -380,9 +380,9 @@ dead_lines(struct rec *rc, const struct jsonl_reader *r, yajl_val v,
 			m.status = RESULT_ERRORED;
 			m.outcome = OUTCOME_DEAD;
 			m.http_status = m.in_tok = m.out_tok = -1;
-			m.ecode = json_str(e, "code");
-			m.emsg = json_str(e, "message");
-			m.eparam = json_str(e, "param");
+			m.ecode = jtree_str(e, "code");
+			m.emsg = jtree_str(e, "message");
+			m.eparam = jtree_str(e, "param");
 			emit(rc, idx[n], &m, j->batch_id);
 		}
 		n++;
@@ -411,11 +411,11 @@ job_tree(struct rec *rc, const struct jsonl_reader *r, yajl_val v)
 	uint32_t jn;
 	int failed, lines, nofile = 0;
 
-	res = json_get(v, "results");
-	file = json_str(v, "file");
+	res = jtree_get(v, "results");
+	file = jtree_str(v, "file");
 	if ((res != NULL && !YAJL_IS_NULL(res) && !YAJL_IS_ARRAY(res)) ||
-	    (file == NULL && json_get(v, "file") != NULL &&
-	    !YAJL_IS_NULL(json_get(v, "file")))) {
+	    (file == NULL && jtree_get(v, "file") != NULL &&
+	    !YAJL_IS_NULL(jtree_get(v, "file")))) {
 		qb_lwarn(r->name, r->lineno, "job record: \"file\" is not a string "
 		    "or \"results\" not an array");
 		reject(rc);
@@ -425,9 +425,9 @@ job_tree(struct rec *rc, const struct jsonl_reader *r, yajl_val v)
 	j = &rc->jobs[rc->njobs++];
 	jn = (uint32_t)rc->njobs;
 	memset(j, 0, sizeof(*j));
-	j->batch_id = xstrdup(json_str(v, "batch_id"));
-	status = json_str(v, "status");
-	ended = json_get(v, "ended");
+	j->batch_id = xstrdup(jtree_str(v, "batch_id"));
+	status = jtree_str(v, "status");
+	ended = jtree_get(v, "ended");
 	if (YAJL_IS_TRUE(ended) || YAJL_IS_FALSE(ended))
 		j->ended = YAJL_IS_TRUE(ended);
 	else
@@ -460,7 +460,7 @@ job_tree(struct rec *rc, const struct jsonl_reader *r, yajl_val v)
 	}
 	/* The lines can be matched only in the job's file; results that came
 	 * stand; a job with results unread stays pending. */
-	file = json_str(v, "file");
+	file = jtree_str(v, "file");
 	if (lines && rc->jobs[jn - 1].ended && (nofile || file == NULL))
 		dead_lines(rc, r, v, jn, file, file == NULL ? "the job names no "
 		    "file" : "its file could not be read");
@@ -473,7 +473,7 @@ static void
 take_job(struct rec *rc, const struct jsonl_reader *r, const char *line)
 {
 	char err[256];
-	yajl_val v = json_tree(line, err, sizeof(err));
+	yajl_val v = jtree_parse(line, err, sizeof(err));
 
 	if (v == NULL) {
 		qb_lwarn(r->name, r->lineno, "job record: %s", err);
@@ -490,7 +490,7 @@ static void job_unit(struct rec *, const char *, unsigned long, const char *);
 static void
 take_line(struct rec *rc, struct jsonl_reader *r, const char *line, size_t len)
 {
-	const struct json_scan *s = &rc->rp.line;
+	const struct jscan *s = &rc->rp.line;
 	struct result res;
 	char err[256];
 	int rv;
@@ -501,8 +501,8 @@ take_line(struct rec *rc, struct jsonl_reader *r, const char *line, size_t len)
 			take_result(rc, r, &res, 0);
 		return;
 	}
-	if (rv == 1 && json_sval(s, json_find(s, -1, "batch_id")) != NULL &&
-	    json_find(s, -1, "id") < 0) {
+	if (rv == 1 && jscan_sval(s, jscan_find(s, -1, "batch_id")) != NULL &&
+	    jscan_find(s, -1, "id") < 0) {
 		if (rc->o->dir != NULL)
 			job_unit(rc, r->name, r->lineno, line);
 		else
@@ -510,13 +510,13 @@ take_line(struct rec *rc, struct jsonl_reader *r, const char *line, size_t len)
 		return;
 	}
 	/* A ledger's intent line (qb-submit) names no batch: nothing to join. */
-	if (rv == 1 && json_find(s, -1, "intent") >= 0 &&
-	    json_find(s, -1, "batch_id") < 0) {
+	if (rv == 1 && jscan_find(s, -1, "intent") >= 0 &&
+	    jscan_find(s, -1, "batch_id") < 0) {
 		qb_note(1, "%s:%lu: intent line skipped", r->name, r->lineno);
 		return;
 	}
-	if (rv == 1 && (json_find(s, -1, "body") >= 0 ||
-	    json_find(s, -1, "params") >= 0))
+	if (rv == 1 && (jscan_find(s, -1, "body") >= 0 ||
+	    jscan_find(s, -1, "params") >= 0))
 		snprintf(err, sizeof(err), "a request, not a result (requests "
 		    "go with -r)");
 	else if (rv == 1)
@@ -698,14 +698,14 @@ job_unit(struct rec *all, const char *name, unsigned long lineno,
 	struct buf path = BUF_INIT;
 	struct stat st;
 	char err[256];
-	yajl_val v = json_tree(line, err, sizeof(err)), ended;
+	yajl_val v = jtree_parse(line, err, sizeof(err)), ended;
 	const char *bid;
 	int isended;
 
 	memset(&r, 0, sizeof(r));
 	r.name = xstrdup(name);
 	r.lineno = lineno;
-	bid = v != NULL ? json_str(v, "batch_id") : NULL;
+	bid = v != NULL ? jtree_str(v, "batch_id") : NULL;
 	if (bid == NULL || *bid == '\0' || *bid == '.' ||
 	    strchr(bid, '/') != NULL) {
 		qb_lwarn(name, lineno, "job record: %s", v == NULL ? err :
@@ -715,9 +715,9 @@ job_unit(struct rec *all, const char *name, unsigned long lineno,
 		reject(all);
 		return;
 	}
-	ended = json_get(v, "ended");
+	ended = jtree_get(v, "ended");
 	isended = YAJL_IS_TRUE(ended) || (!YAJL_IS_FALSE(ended) &&
-	    jobend_final(json_str(v, "status")));
+	    jobend_final(jtree_str(v, "status")));
 	buf_printf(&path, "%s/%s.outcomes.jsonl", all->o->dir, bid);
 	if (!isended || stat(path.p, &st) == 0) {
 		if (isended) {
@@ -837,8 +837,8 @@ main(int argc, char *argv[])
 	if (o.dir != NULL && nstdin > 0)
 		qb_die(QB_EX_USAGE, "-d reads the -r files again for each job: "
 		    "name files, not standard input");
-	if (o.dir != NULL)
-		afile_need_dir(o.dir);
+	if (o.dir != NULL && (ch = afile_need_dir(o.dir)) != 0)
+		return ch;
 	/* With -l and no operands, the ledger is all the input. */
 	files = argc > optind ? argv + optind : stdin_only;
 	nfile = argc > optind ? argc - optind : o.ledger != NULL ? 0 : 1;

@@ -23,13 +23,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exits.h"
-#include "msg.h"
-#include "num.h"
+#include "base/exits.h"
+#include "base/msg.h"
+#include "base/num.h"
+#include "ledger/submit.h"
 #include "opt.h"
-#include "provider.h"
-#include "submit.h"
-#include "sync.h"
+#include "provider/provider.h"
+#include "sync/sync.h"
 
 static const char usage[] =
     "[-hqVv] [--strict] [--base-url url] [--key-file file] [-l ledger]\n"

@@ -17,9 +17,9 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
-#include "buf.h"
-#include "jscan.h"
-#include "msg.h"
+#include "base/buf.h"
+#include "base/msg.h"
+#include "json/jscan.h"
 
 /* Messages about bad records are expected by the thousand: keep quiet. */
 static void
@@ -98,7 +98,7 @@ static void
 fuzz_scan_lines(const uint8_t *data, size_t size,
     void (*fn)(const char *line, size_t len, void *arg))
 {
-	struct json_scan s;
+	struct jscan s;
 
 	memset(&s, 0, sizeof(s));
 	fuzz_lines(data, size, fn, &s);

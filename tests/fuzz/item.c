@@ -5,13 +5,13 @@
  * SPDX-License-Identifier: ISC
  */
 #include "fuzz.h"
-#include "item.h"
+#include "record/item.h"
 
 static void
 line(const char *p, size_t len, void *arg)
 {
 	static const char *const names[] = { "openai", "anthropic", "azure" };
-	struct json_scan *s = arg;
+	struct jscan *s = arg;
 	const struct provider *pv;
 	struct item it;
 	char err[256];

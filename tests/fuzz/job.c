@@ -9,11 +9,11 @@
 #include <yajl/yajl_tree.h>
 
 #include "fuzz.h"
-#include "jobend.h"
-#include "jobs.h"
-#include "job.h"
-#include "jout.h"
-#include "json.h"
+#include "json/jout.h"
+#include "json/jtree.h"
+#include "ledger/job.h"
+#include "ledger/jobs.h"
+#include "record/jobend.h"
 
 static void
 line(const char *p, size_t len, void *arg)
@@ -52,7 +52,7 @@ line(const char *p, size_t len, void *arg)
 		fuzz_json(g);
 	}
 	memset(&je, 0, sizeof(je));
-	jobend_read(&je, v, json_str(v, "status"), (len & 1) != 0);
+	jobend_read(&je, v, jtree_str(v, "status"), (len & 1) != 0);
 	jobend_free(&je);
 	if ((errs = jobend_errors(v)) != NULL)
 		for (i = 0; i < errs->u.array.len; i++)
@@ -77,7 +77,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < js.n; i++) {
 		const struct jobrec *j = jobs_at(&js, i);
 
-		if (jobs_find(&js, json_str(j->rec, "batch_id")) == NULL)
+		if (jobs_find(&js, jtree_str(j->rec, "batch_id")) == NULL)
 			abort();
 	}
 	jobs_free(&js);

@@ -1,27 +1,27 @@
 /*
- * jscan.c: libFuzzer harness for json_scan and the counts over its
+ * jscan.c: libFuzzer harness for jscan_parse and the counts over its
  * spans, line by line. Every span must lie inside the line, and each
  * recorded member must be found again by its key.
  * SPDX-License-Identifier: ISC
  */
 #include "fuzz.h"
-#include "jscan.h"
+#include "json/jscan.h"
 
 static const char *const deep[] = { "body", "response", "error", NULL };
 
 static void
 line(const char *p, size_t len, void *arg)
 {
-	struct json_scan *s = arg;
+	struct jscan *s = arg;
 	const struct json_span *sp;
 	char err[128];
 	int i;
 
 	s->deep = (len & 1) ? deep : NULL;
-	if (json_scan(s, p, len, err, sizeof(err)) != 0)
+	if (jscan_parse(s, p, len, err, sizeof(err)) != 0)
 		return;
-	json_string_chars(p, len);
-	json_array_len(p, len);
+	jscan_string_chars(p, len);
+	jscan_array_len(p, len);
 	for (i = 0; i < s->nspan; i++) {
 		sp = &s->span[i];
 		if (sp->off > len || sp->len > len - sp->off)
@@ -29,12 +29,12 @@ line(const char *p, size_t len, void *arg)
 		if (sp->type == JT_STRING && (sp->soff > s->strs.len ||
 		    sp->slen > s->strs.len - sp->soff))
 			abort();
-		if (json_find(s, sp->depth == 1 ? -1 : sp->parent, sp->key) < 0)
+		if (jscan_find(s, sp->depth == 1 ? -1 : sp->parent, sp->key) < 0)
 			abort();
-		json_dupkey(s, sp->depth == 1 ? -1 : sp->parent, sp->key);
-		json_sval(s, i);
-		json_array_len(p + sp->off, sp->len);
-		json_string_chars(p + sp->off, sp->len);
+		jscan_dupkey(s, sp->depth == 1 ? -1 : sp->parent, sp->key);
+		jscan_sval(s, i);
+		jscan_array_len(p + sp->off, sp->len);
+		jscan_string_chars(p + sp->off, sp->len);
 	}
 }
 

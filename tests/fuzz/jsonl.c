@@ -6,7 +6,7 @@
  * SPDX-License-Identifier: ISC
  */
 #include "fuzz.h"
-#include "jsonl.h"
+#include "json/jsonl.h"
 
 static int
 each(void *arg, struct jsonl_reader *r, const char *line, size_t len,

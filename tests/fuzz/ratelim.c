@@ -10,11 +10,11 @@
 #include <math.h>
 #include <strings.h>
 
+#include "base/rfc3339.h"
 #include "fuzz.h"
-#include "http.h"
-#include "ratelim.h"
-#include "rfc3339.h"
-#include "syncint.h"
+#include "http/http.h"
+#include "sync/ratelim.h"
+#include "sync/syncint.h"
 
 #define NOW	1700000000	/* a fixed wall clock for HTTP-dates */
 

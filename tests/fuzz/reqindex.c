@@ -9,8 +9,8 @@
 #include <yajl/yajl_tree.h>
 
 #include "fuzz.h"
-#include "jout.h"
-#include "reqindex.h"
+#include "json/jout.h"
+#include "record/reqindex.h"
 
 static const char *const own[] = { "id", "custom_id", "method", "url",
 	"body", "params", "outcome", "status", "http_status", "error", "usage",

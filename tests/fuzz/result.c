@@ -9,8 +9,8 @@
 #include <yajl/yajl_tree.h>
 
 #include "fuzz.h"
-#include "jout.h"
-#include "result.h"
+#include "json/jout.h"
+#include "record/result.h"
 
 struct ctx {
 	struct result_parser p;

@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exits.h"
-#include "http.h"
-#include "provider.h"
-#include "redact.h"
+#include "base/exits.h"
+#include "base/redact.h"
+#include "http/http.h"
+#include "provider/provider.h"
 #include "tap.h"
 
 static const char *const names[] = { "OK", "TEMP", "AUTH", "PERM", "PROTO" };
@@ -40,11 +40,19 @@ ra(const char *ms, const char *hdr, time_t now, double want, const char *desc)
 }
 
 static void
+put_buf(void *arg, const char *p, size_t n)
+{
+	buf_append(arg, p, n);
+}
+
+static void
 red(const char *in, const char *want, const char *desc)
 {
 	struct buf b = BUF_INIT;
 
-	redact(&b, in, strlen(in));
+	redact_to(put_buf, &b, in, strlen(in));
+	buf_putc(&b, '\0');
+	b.len--;
 	tap_is(b.p, want, desc);
 	buf_free(&b);
 }
@@ -84,11 +92,11 @@ main(void)
 	cls(CURLE_PEER_FAILED_VERIFICATION, 0, HTTP_PERM, "bad certificate");
 	cls(CURLE_WEIRD_SERVER_REPLY, 0, HTTP_PROTO, "garbage reply");
 
-	tap_ok(http_exit(HTTP_OK) == QB_EX_OK, "OK exits 0");
-	tap_ok(http_exit(HTTP_TEMP) == QB_EX_TEMPFAIL, "TEMP exits 75");
-	tap_ok(http_exit(HTTP_AUTH) == QB_EX_NOPERM, "AUTH exits 77");
-	tap_ok(http_exit(HTTP_PERM) == QB_EX_UNAVAILABLE, "PERM exits 69");
-	tap_ok(http_exit(HTTP_PROTO) == QB_EX_PROTOCOL, "PROTO exits 76");
+	tap_ok(http_exitcode(HTTP_OK) == QB_EX_OK, "OK exits 0");
+	tap_ok(http_exitcode(HTTP_TEMP) == QB_EX_TEMPFAIL, "TEMP exits 75");
+	tap_ok(http_exitcode(HTTP_AUTH) == QB_EX_NOPERM, "AUTH exits 77");
+	tap_ok(http_exitcode(HTTP_PERM) == QB_EX_UNAVAILABLE, "PERM exits 69");
+	tap_ok(http_exitcode(HTTP_PROTO) == QB_EX_PROTOCOL, "PROTO exits 76");
 
 	tap_ok(t0 != -1, "curl_getdate reads an IMF-fixdate");
 	ra(NULL, NULL, t0, -1, "no headers: none");

@@ -9,16 +9,16 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "buf.h"
-#include "exits.h"
-#include "idmap.h"
-#include "jscan.h"
-#include "json.h"
-#include "jsonl.h"
-#include "msg.h"
-#include "sha256.h"
+#include "base/buf.h"
+#include "base/exits.h"
+#include "base/idmap.h"
+#include "base/msg.h"
+#include "base/sha256.h"
+#include "base/xmem.h"
+#include "json/jscan.h"
+#include "json/jsonl.h"
+#include "json/jtree.h"
 #include "tap.h"
-#include "xmem.h"
 
 static char tmpl[] = "/tmp/qb-unit.XXXXXX";
 
@@ -148,7 +148,7 @@ test_reader(void)
 static void
 test_scan(void)
 {
-	struct json_scan s;
+	struct jscan s;
 	char err[256];
 	const char *line =
 	    "{\"custom_id\": \"a1\", \"body\" : {\"model\":\"m1\",\"n\":[1,{\"k\":2}],"
@@ -157,74 +157,74 @@ test_scan(void)
 	int ib, im, in, io;
 
 	memset(&s, 0, sizeof(s));
-	TAP_OK(json_scan(&s, line, strlen(line), err, sizeof(err)) == 0, "scan a record");
-	ib = json_find(&s, -1, "body");
+	TAP_OK(jscan_parse(&s, line, strlen(line), err, sizeof(err)) == 0, "scan a record");
+	ib = jscan_find(&s, -1, "body");
 	TAP_OK(ib >= 0 && s.span[ib].type == JT_MAP && s.span[ib].len == strlen(want) &&
 	    strncmp(line + s.span[ib].off, want, s.span[ib].len) == 0,
 	    "body span is exact");
-	im = json_find(&s, ib, "model");
-	tap_is(json_sval(&s, im), "m1", "depth-2 string found");
-	in = json_find(&s, ib, "n");
+	im = jscan_find(&s, ib, "model");
+	tap_is(jscan_sval(&s, im), "m1", "depth-2 string found");
+	in = jscan_find(&s, ib, "n");
 	TAP_OK(in >= 0 && s.span[in].len == 11, "depth-2 array span");
-	io = json_find(&s, ib, "o");
+	io = jscan_find(&s, ib, "o");
 	TAP_OK(io >= 0 && s.span[io].len == 7, "depth-2 object span");
-	TAP_OK(json_find(&s, -1, "k") < 0 && json_find(&s, -1, "p") < 0,
+	TAP_OK(jscan_find(&s, -1, "k") < 0 && jscan_find(&s, -1, "p") < 0,
 	    "deeper keys are not members");
-	TAP_OK(json_find(&s, -1, "x") >= 0 &&
-	    s.span[json_find(&s, -1, "x")].len == 4, "number span");
-	tap_is(json_sval(&s, json_find(&s, -1, "custom_id")), "a1", "id value");
+	TAP_OK(jscan_find(&s, -1, "x") >= 0 &&
+	    s.span[jscan_find(&s, -1, "x")].len == 4, "number span");
+	tap_is(jscan_sval(&s, jscan_find(&s, -1, "custom_id")), "a1", "id value");
 
-	TAP_OK(json_scan(&s, "[1,2]", 5, err, sizeof(err)) == -1 &&
+	TAP_OK(jscan_parse(&s, "[1,2]", 5, err, sizeof(err)) == -1 &&
 	    strcmp(err, "not a JSON object") == 0, "array is not an object");
-	TAP_OK(json_scan(&s, "null", 4, err, sizeof(err)) == -1 &&
+	TAP_OK(jscan_parse(&s, "null", 4, err, sizeof(err)) == -1 &&
 	    strcmp(err, "not a JSON object") == 0, "null is not an object");
-	TAP_OK(json_scan(&s, "{\"a\":\"caf\xc3(\"}", 12, err, sizeof(err)) == -1 &&
+	TAP_OK(jscan_parse(&s, "{\"a\":\"caf\xc3(\"}", 12, err, sizeof(err)) == -1 &&
 	    strstr(err, "UTF8") != NULL && strstr(err, "at byte 10") != NULL,
 	    "invalid UTF-8 rejected at the offending byte");
 	printf("# %s\n", err);
-	TAP_OK(json_scan(&s, "{\"a\":[", 6, err, sizeof(err)) == -1 &&
+	TAP_OK(jscan_parse(&s, "{\"a\":[", 6, err, sizeof(err)) == -1 &&
 	    strstr(err, "at end of line") != NULL, "truncated line");
-	TAP_OK(json_scan(&s, "{\"a\":1} x", 9, err, sizeof(err)) == -1,
+	TAP_OK(jscan_parse(&s, "{\"a\":1} x", 9, err, sizeof(err)) == -1,
 	    "trailing garbage rejected");
 	/* yajl alone takes these: a string left open after the object. */
-	TAP_OK(json_scan(&s, "{}\"", 3, err, sizeof(err)) == -1 &&
+	TAP_OK(jscan_parse(&s, "{}\"", 3, err, sizeof(err)) == -1 &&
 	    strcmp(err, "parse error: trailing garbage at byte 3") == 0,
-	    "an open string after the object rejected by json_scan");
+	    "an open string after the object rejected by jscan_parse");
 	printf("# %s\n", err);
-	TAP_OK(json_check("{\"a\":\"}\"} \"x\\\"}", 15, err, sizeof(err)) == -1 &&
+	TAP_OK(jtree_check("{\"a\":\"}\"} \"x\\\"}", 15, err, sizeof(err)) == -1 &&
 	    strcmp(err, "parse error: trailing garbage at byte 11") == 0,
-	    "and by json_check");
+	    "and by jtree_check");
 	printf("# %s\n", err);
-	TAP_OK(json_tree("{\"a\":1}\"}", err, sizeof(err)) == NULL &&
-	    strstr(err, "trailing garbage") != NULL, "and by json_tree");
-	TAP_OK(json_unclosed("{\"a\\\"\":\"\\\\\"}", 12) == -1,
+	TAP_OK(jtree_parse("{\"a\":1}\"}", err, sizeof(err)) == NULL &&
+	    strstr(err, "trailing garbage") != NULL, "and by jtree_parse");
+	TAP_OK(jtree_unclosed("{\"a\\\"\":\"\\\\\"}", 12) == -1,
 	    "escaped quotes and backslashes close no string");
-	TAP_OK(json_depth("{\"a\":[[{\"b\":\"[[[[\"}]]]}", 24) == 4,
+	TAP_OK(jtree_depth("{\"a\":[[{\"b\":\"[[[[\"}]]]}", 24) == 4,
 	    "nesting depth, brackets in strings ignored");
 	{
-		char deep[2 * JSON_DEPTH_MAX + 10];
+		char deep[2 * JTREE_DEPTH_MAX + 10];
 		yajl_val v;
 
-		memset(deep, '[', JSON_DEPTH_MAX + 1);
-		memset(deep + JSON_DEPTH_MAX + 1, ']', JSON_DEPTH_MAX + 1);
-		deep[2 * JSON_DEPTH_MAX + 2] = '\0';
-		v = json_tree(deep, err, sizeof(err));
+		memset(deep, '[', JTREE_DEPTH_MAX + 1);
+		memset(deep + JTREE_DEPTH_MAX + 1, ']', JTREE_DEPTH_MAX + 1);
+		deep[2 * JTREE_DEPTH_MAX + 2] = '\0';
+		v = jtree_parse(deep, err, sizeof(err));
 		TAP_OK(v == NULL && strstr(err, "nested deeper") != NULL,
-		    "json_tree refuses nesting past the cap");
+		    "jtree_parse refuses nesting past the cap");
 		deep[0] = ' ';
-		deep[2 * JSON_DEPTH_MAX + 1] = ' ';
-		v = json_tree(deep, err, sizeof(err));
-		TAP_OK(v != NULL, "json_tree takes nesting at the cap");
+		deep[2 * JTREE_DEPTH_MAX + 1] = ' ';
+		v = jtree_parse(deep, err, sizeof(err));
+		TAP_OK(v != NULL, "jtree_parse takes nesting at the cap");
 		yajl_tree_free(v);
 	}
 	{
 		const char *t = "{\"key\":\"h\xc3\xa9llo\",\"b\":[\"\\u00e9\\ud83d\\ude00\",1]}";
 
-		TAP_OK(json_string_chars(t, strlen(t)) == 7,
+		TAP_OK(jscan_string_chars(t, strlen(t)) == 7,
 		    "string characters: keys not counted, escapes and pairs one each");
 	}
-	TAP_OK(json_array_len("[1,[2,3],{\"a\":[4]},\"x\"]", 23) == 4 &&
-	    json_array_len("{}", 2) == -1, "array length counts top elements");
+	TAP_OK(jscan_array_len("[1,[2,3],{\"a\":[4]},\"x\"]", 23) == 4 &&
+	    jscan_array_len("{}", 2) == -1, "array length counts top elements");
 	buf_free(&s.strs);
 }
 
@@ -287,7 +287,7 @@ each(void *arg, struct jsonl_reader *r, const char *line, size_t len,
     yajl_val rec)
 {
 	struct buf *b = arg;
-	const char *id = json_str(rec, "id");
+	const char *id = jtree_str(rec, "id");
 
 	buf_printf(b, "%lu:%s|", r->lineno, id != NULL ? id : "?");
 	if (id != NULL && strcmp(id, "k") == 0) {
@@ -313,7 +313,7 @@ test_each(void)
 	TAP_OK(rc == 0, "jsonl_each: 0 at the end or when fn stops");
 	tap_is(b.p, "1:a|4:k|6:s|", "jsonl_each: objects only, with their line numbers; -1 stops");
 	TAP_OK(nbad == 2, "jsonl_each: two bad lines counted");
-	TAP_OK(kept != NULL && strcmp(json_str(kept, "id"), "k") == 0,
+	TAP_OK(kept != NULL && strcmp(jtree_str(kept, "id"), "k") == 0,
 	    "jsonl_each: a tree fn kept (1) is not freed");
 	yajl_tree_free(kept);
 	buf_reset(&b);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "price.h"
+#include "record/price.h"
 #include "tap.h"
 
 static struct prices P = PRICES_INIT;

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "ratelim.h"
+#include "sync/ratelim.h"
 #include "tap.h"
 
 /* Admit n requests of tok tokens at now, as rl_wait allows; 1 if all went. */

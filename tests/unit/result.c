@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jout.h"
-#include "result.h"
+#include "json/jout.h"
+#include "record/result.h"
 #include "tap.h"
 
 static struct result_parser P;
@@ -219,7 +219,7 @@ others(void)
 	TAP_OK(parse("{\"custom_id\":\"r1\",\"method\":\"POST\",\"url\":\"/v1/x\","
 	    "\"body\":{}}") == 1, "a request line is not a result");
 	TAP_OK(parse("{\"batch_id\":\"b\",\"file\":\"f\",\"results\":[]}") == 1 &&
-	    json_find(&P.line, -1, "batch_id") >= 0, "a job record is not a result; scan kept");
+	    jscan_find(&P.line, -1, "batch_id") >= 0, "a job record is not a result; scan kept");
 	TAP_OK(parse("[1]") == -1 && strcmp(err, "not a JSON object") == 0,
 	    "an array is not an object");
 	TAP_OK(parse("{\"custom_id\":\"r1\",\"response\":{") == -1 &&

@@ -1,0 +1,49 @@
+/*
+ * opt.c: shared -h -V -v -q handling, usage and version output.
+ * SPDX-License-Identifier: ISC
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/exits.h"
+#include "base/msg.h"
+#include "opt.h"
+
+void
+qb_usage(const char *usage)
+{
+	fprintf(stderr, "usage: %s %s\n", qb_prog(), usage);
+	exit(QB_EX_USAGE);
+}
+
+void
+qb_common_opt(int ch, const char *usage, const char *help)
+{
+	switch (ch) {
+	case 'h':
+		printf("usage: %s %s\n%s", qb_prog(), usage, help);
+		qb_close_stdout();
+		exit(QB_EX_OK);
+	case 'q':
+		qb_verbose = -1;
+		break;
+	case 'V':
+		printf("%s %s\n", qb_prog(), QB_VERSION);
+		qb_close_stdout();
+		exit(QB_EX_OK);
+	case 'v':
+		if (qb_verbose < 0)
+			qb_verbose = 0;
+		qb_verbose++;
+		break;
+	default:
+		qb_usage(usage);
+	}
+}
+
+void
+qb_close_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0)
+		qb_diesys(QB_EX_IOERR, "write error on standard output");
+}

@@ -1,0 +1,93 @@
+/*
+ * jsonl.h: the JSON Lines reader every tool uses. Reads a file, "-" for
+ * standard input, gzip-compressed input transparently (zlib), accepts LF
+ * and CRLF endings (also when the pair straddles a read), strips a UTF-8
+ * byte-order mark at the start of each input, skips blank and
+ * whitespace-only lines while counting them, and enforces a hard line cap.
+ * Line numbers are physical, 1-based, as editors count them.
+ * SPDX-License-Identifier: ISC
+ */
+#ifndef QB_JSONL_H
+#define QB_JSONL_H
+
+#include <stddef.h>
+#include <zlib.h>
+#include <yajl/yajl_tree.h>
+
+/* Longest accepted line, in bytes without the line ending (documented in qb.7). */
+#define JSONL_LINE_MAX ((size_t)64 << 20)
+
+/*
+ * The limits every qb reader puts on a record, in one place: at most
+ * JSONL_LINE_MAX bytes and nested at most JTREE_DEPTH_MAX levels (json.h),
+ * the record's own braces counted. A tool checks a record it accepts or
+ * writes with this, so that no later tool refuses what it let through.
+ * Takes the len bytes of JSON text at p; returns 0, or -1 with a one-line
+ * reason in err (errlen bytes): "line of N bytes exceeds the line cap of
+ * 67108864 bytes" or "nested deeper than 512 levels".
+ */
+int jsonl_fits(const char *p, size_t len, char *err, size_t errlen);
+
+struct jsonl_reader {
+	char		*name;		/* "<stdin>" or the path; owned */
+	gzFile		 gz;
+	char		*buf;		/* owned read buffer */
+	size_t		 cap, start, end, scan;
+	unsigned long	 lineno;	/* physical number of the last line returned */
+	unsigned long	 blank;		/* blank lines skipped so far */
+	unsigned long long base;	/* stream offset of buf[0] */
+	unsigned long long off;		/* stream offset of the last line returned */
+	int		 eof, first, skipping;
+};
+
+#define JSONL_LINE	1	/* a line was returned */
+#define JSONL_EOF	0	/* no more lines */
+#define JSONL_BAD	(-1)	/* a line was rejected and reported; go on */
+#define JSONL_IOERR	(-2)	/* read error, reported; stop reading this input */
+
+/*
+ * Open path ("-" or NULL for standard input) for reading. Returns 0, or -1
+ * with errno set and nothing reported (the caller reports, exit 66).
+ */
+int jsonl_open(struct jsonl_reader *r, const char *path);
+
+/*
+ * Next non-blank line. On JSONL_LINE, *line points to len bytes inside the
+ * reader's buffer, NUL-terminated, without the line ending; valid until the
+ * next call. A line over JSONL_LINE_MAX is reported (FILE:LINE) and skipped
+ * with JSONL_BAD.
+ */
+int jsonl_next(struct jsonl_reader *r, char **line, size_t *len);
+
+/* Close and free; the reader can be opened again. */
+void jsonl_close(struct jsonl_reader *r);
+
+/*
+ * Parse the current line (as returned by jsonl_next) into a tree. Returns
+ * the tree (the caller frees it with yajl_tree_free) or NULL after
+ * reporting "FILE:LINE: reason": a parse error with its byte offset, or
+ * "not a JSON object".
+ */
+yajl_val jsonl_tree(struct jsonl_reader *r, const char *line, size_t len);
+
+/*
+ * Called by jsonl_each for each line that is a JSON object: rec is its
+ * tree, line and len its bytes, r the reader (for r->name and r->lineno
+ * in messages). Return 0 to go on (rec is freed after the call), 1 to go
+ * on keeping rec (fn frees it later with yajl_tree_free), or -1 to stop
+ * reading this input (rec is freed).
+ */
+typedef int (*jsonl_fn)(void *arg, struct jsonl_reader *r, const char *line,
+    size_t len, yajl_val rec);
+/*
+ * Read every line of path ("-" for standard input) and hand each object
+ * to fn. A line that is not an object is reported (FILE:LINE) and
+ * counted in *nbad; if strict, it ends the run with exit 65 instead.
+ * Returns 0 (also when fn stopped); QB_EX_NOINPUT when path cannot be
+ * opened, QB_EX_IOERR when it could not be read to its end: both are
+ * reported, and the caller decides whether the run goes on.
+ */
+int jsonl_each(const char *path, int strict, jsonl_fn fn, void *arg,
+    unsigned long *nbad);
+
+#endif
