@@ -20,6 +20,7 @@ PROVEFLAGS ?=
 PROVIDER ?= openai
 UNIT = $(UNIT_SRC:.c=)
 MAN1 = $(TOOLS:%=man/%.1)
+MAN7 = man/qb.7 man/qb-providers.7
 
 # check-sanitize: the whole suite built with ASan and UBSan. Every report is
 # fatal and exits 86, a status no tool uses, so a test asserting a tool's
@@ -112,17 +113,17 @@ bench: deps all
 	python3 scripts/bench/drain
 
 lint:
-	mandoc -Tlint -W warning man/*.1 man/qb.7
+	mandoc -Tlint -W warning man/*.1 $(MAN7)
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
 	install -m0755 $(BINS) $(DESTDIR)$(BINDIR)
 	install -m0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
-	install -m0644 man/qb.7 $(DESTDIR)$(MANDIR)/man7
+	install -m0644 $(MAN7) $(DESTDIR)$(MANDIR)/man7
 
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t $(DESTDIR)$(MANDIR)/man1/$$t.1; done
-	rm -f $(DESTDIR)$(MANDIR)/man7/qb.7
+	rm -f $(MAN7:man/%=$(DESTDIR)$(MANDIR)/man7/%)
 
 clean:
 	rm -f $(BINS) $(UNIT) common/*/*.o cmd/*.o common/libqb.a

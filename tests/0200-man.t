@@ -4,9 +4,11 @@
 . "$(dirname "$0")/lib.sh"
 command -v mandoc >/dev/null 2>&1 || skip_all "mandoc is absent (apt-get install mandoc)"
 TOOLS="qb-pack qb-submit qb-poll qb-reconcile qb-reap qb-drain"
-plan 13
-out=$(mandoc -Tlint -W warning "$TOP"/man/qb.7 2>&1)
-is "$out" "" "qb.7 lints clean"
+plan 14
+for p in qb.7 qb-providers.7; do
+	out=$(mandoc -Tlint -W warning "$TOP/man/$p" 2>&1)
+	is "$out" "" "$p lints clean"
+done
 for t in $TOOLS; do
 	out=$(mandoc -Tlint -W warning "$TOP/man/$t.1" 2>&1)
 	is "$out" "" "$t.1 lints clean"
