@@ -616,7 +616,7 @@ def sync():
     ok(st == 400 and e["error"] == {"message": "Invalid 'input[1]': this model's maximum context length is 8192 tokens, "
                                     "however input[1] has 9000 tokens.", "type": "invalid_request_error",
                                     "param": "input[1]", "code": "context_length_exceeded"},
-       "case 22: an array with a 9000-token input: 400 naming input[1]")
+       "poison input: an array with a 9000-token input: 400 naming input[1]")
     st, e, _, _ = call(s.port, "/v1/embeddings", {"model": "e1", "input": big})
     ok(st == 400 and e["error"]["param"] == "input", "a single input over 8192 tokens: 400")
     ok(call(s.port, "/v1/embeddings", {"model": "e1", "input": ["short one", "short two"]})[0] == 200, "the rest alone: 200")
@@ -660,7 +660,7 @@ def sync():
           b'{"on":"POST /v1/embeddings","match":"conc","delay":0.4,"times":-1}\n', key=None)
     seq = [call(s.port, "/v1/chat/completions", chat) for _ in range(3)]
     ok([(x[0], x[2].getheader("retry-after")) for x in seq] == [(429, "20"), (429, "40"), (200, None)],
-       "case 18 script: 429 retry-after 20, then 429 retry-after 40, then 200")
+       "server wait script: 429 retry-after 20, then 429 retry-after 40, then 200")
     ok(seq[0][1]["error"]["type"] == "requests" and seq[0][1]["error"]["code"] == "rate_limit_exceeded" and seq[1][1] is None
        and seq[2][1]["choices"][0]["message"]["content"] == "love", '"error": true gives the OpenAI error body; without it, none')
     st, e, r, _ = call(s.port, "/v1/messages", an, AN_H, key=None)
@@ -673,9 +673,9 @@ def sync():
         ok(True, "script close: the connection is dropped after the request is read")
     try:
         call(s.port, "/v1/responses", bodies["/v1/responses"], timeout=0.2)
-        ok(False, "case 20 hold: the client times out")
+        ok(False, "hold: the client times out")
     except socket.timeout:
-        ok(True, "case 20 hold: the client times out")
+        ok(True, "hold: the client times out")
     end = time.time() + 5
     while "POST /v1/responses" not in s.req("GET", "/_qb/stats", key=None)[1]["requests"] and time.time() < end:
         time.sleep(0.05)
@@ -700,7 +700,7 @@ def sync():
        f"four concurrent calls served at once: sync_max_inflight 4 ({time.time() - t:.2f} s)")
     ok(s.stop() == 0, "SIGTERM: clean exit")
 
-    # --slow-above 1 --slow-seconds 0.5 (case 19's hidden throttling)
+    # --slow-above 1 --slow-seconds 0.5 (hidden throttling: calls that pile up get slower)
     w = Fake("--slow-above", "1", "--slow-seconds", "0.5")
     w.req("POST", "/_qb/script", b'{"on":"POST /v1/chat/completions","match":"hold-me","delay":0.9}\n', key=None)
     held = threading.Thread(target=lambda: call(w.port, "/v1/chat/completions",
