@@ -107,18 +107,18 @@ qb-drain -Q dir:"$S" -t 0.2 >"$T/zw"
 sed -n 2p "$TOP/tests/data/cases/anthropic-result-types.jsonl" >"$T/z2.res"
 qb-reconcile -r "$T/zw" "$T/z2.res" >"$T/zo" 2>/dev/null
 is "$?:$(jqr '[.outcome, .account_error, .receives]' "$T/zo")" '69:["retry",true,1]' \
-	"case 16: qb-reconcile marks z2's retry account_error (exit 69)"
-check_exit 0 "case 16: settled with --max-receives 1" \
+	"account error: qb-reconcile marks z2's retry account_error (exit 69)"
+check_exit 0 "account error: settled with --max-receives 1" \
 	qb-drain -v --settle --retry-delay 0 --max-receives 1 --dead-letter "$T/zdl" "$T/zo"
-is "$(jqr .settled "$T/out")" released "case 16: released, not dead-lettered"
-is "$(cat "$T/zdl")" "" "case 16: nothing in the dead letter"
+is "$(jqr .settled "$T/out")" released "account error: released, not dead-lettered"
+is "$(cat "$T/zdl")" "" "account error: nothing in the dead letter"
 like "$(cat "$T/err")" "z2: received 1 times, --max-receives 1 not applied: not the item's fault (account_error" \
-	"case 16: -v says why"
-is "$(jqr .error.message "$T/out")" "Your credit balance is too low" "case 16: the outcome's error kept"
-check_exit 0 "case 16: z2 comes back" qb-drain -Q dir:"$S" -t 0.2
-is "$(jqr '[.id, .receives]' "$T/out")" '["z2",2]' "case 16: for another try"
+	"account error: -v says why"
+is "$(jqr .error.message "$T/out")" "Your credit balance is too low" "account error: the outcome's error kept"
+check_exit 0 "account error: z2 comes back" qb-drain -Q dir:"$S" -t 0.2
+is "$(jqr '[.id, .receives]' "$T/out")" '["z2",2]' "account error: for another try"
 
-# The batch-level codes: token_limit_exceeded (case 17) and batch_failed
+# The batch-level codes: token_limit_exceeded (qb-providers(7) OPENAI Limits) and batch_failed
 # are released too; any other retry at --max-receives is dead.
 S=$T/codes
 items 1 5 | qb-drain --enqueue -Q dir:"$S"
@@ -161,13 +161,13 @@ if command -v python3 >/dev/null 2>&1; then
 	qb-poll -w --interval 0.1 --timeout 60 -d "$T/tr" "$T/tjobs" 2>/dev/null |
 		qb-reconcile -r "$T/tw" 2>/dev/null >"$T/to"
 	is "$(jqr 'select(.outcome=="retry") | .error.code' "$T/to" | sort | uniq -c | awk '{print $1, $2}')" \
-		"5 token_limit_exceeded" "case 17: five retries for the token limit"
-	check_exit 0 "case 17: settled with --max-receives 1" \
+		"5 token_limit_exceeded" "token limit: five retries for the token limit"
+	check_exit 0 "token limit: settled with --max-receives 1" \
 		qb-drain --settle --max-receives 1 --dead-letter "$T/tdl" "$T/to"
 	is "$(jqr .settled "$T/out" | sort | uniq -c | awk '{print $1, $2}' | tr '\n' ' ')" \
-		"5 deleted 5 released " "case 17: the refused batch's items released, none dead"
+		"5 deleted 5 released " "token limit: the refused batch's items released, none dead"
 	is "$(count "$S/new") $(count "$S/cur") $(wc -c <"$T/tdl" | tr -d ' ')" "0 5 0" \
-		"case 17: five leased for the backoff, nothing dead-lettered"
+		"token limit: five leased for the backoff, nothing dead-lettered"
 	fake_stop
 else
 	for i in 1 2 3 4; do skip "python3 is needed for the provider emulator"; done
@@ -205,7 +205,7 @@ printf '{"id":"a"}\nnot json\n[1]\n{"id":"b"}\n' >"$T/bad"
 check_exit 1 "bad lines on stdin" sh -c "qb-drain -Q - <'$T/bad'"
 is "$(jqr .id "$T/out" | tr '\n' ' ')" "a b " "good lines pass"
 like "$(cat "$T/err")" "<stdin>:3: not a JSON object" "bad lines located"
-# case 1 at the queue: an id twice is refused at --enqueue, or one item
+# dup-id.jsonl at the queue: an id twice is refused at --enqueue, or one item
 # would be dropped later, after its message was deleted
 qb-drain --enqueue -Q dir:"$T/dup" "$TOP/tests/data/cases/dup-id.jsonl" >"$T/out" 2>"$T/err"
 is "$?:$(ls "$T/dup/new" | wc -l | tr -d ' ')" "1:1" "--enqueue: a duplicate id is refused, exit 1"

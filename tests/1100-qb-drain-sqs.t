@@ -78,7 +78,7 @@ check_exit 0 "visibility expired" qb-drain -Q "$q" -n 1 -t 2 --wait 1 --visibili
 is "$(jqr .id "$T/dl")" "$(sed -n 9p "$T/w1" | jqr .id)" "received 3 times: dead-lettered"
 is "$(cat "$T/out")" "" "and not handed on"
 
-# Retries that are not the item's fault (cases 16 and 17) are released
+# Retries that are not the item's fault (an account error, the token limit) are released
 # at --max-receives as on a spool: the receive count comes from
 # ApproximateReceiveCount, the rule from the outcome. The dead one goes to
 # a dead-letter queue named sqs://REGION/ACCOUNT/NAME (qb-drain(1) EXAMPLES).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# qb-pack: items and native request lines to batch files (cases 1, 3-11),
+# qb-pack: items and native request lines to batch files (tests/data/cases),
 # the real OpenAI and vLLM input files, options and exit statuses.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
@@ -29,92 +29,92 @@ check_exit 64 "unknown provider" qb-pack -d "$T" -p nope "$C/crlf.jsonl"
 check_exit 66 "missing input" qb-pack -d "$T" "$T/nonexistent.jsonl"
 like "$(cat "$T/err")" "nonexistent.jsonl: No such file" "missing input named"
 
-# case 1: duplicate custom_id
+# dup-id: duplicate custom_id
 pack "$T/d1" "$C/dup-id.jsonl"
-is "$rc" 1 "case 1: exit 1 (partial)"
-is "$(cat "$T/err")" "qb-pack: $C/dup-id.jsonl:2: duplicate custom_id \"a1\" (first at $C/dup-id.jsonl:1)" "case 1: line 2 refused, naming the line and the id"
-is "$(ids "$T/d1")" "a1 " "case 1: never a file with repeated ids"
-is "$(jqr .requests "$T/out")" 1 "case 1: pack record counts one request"
+is "$rc" 1 "dup-id: exit 1 (partial)"
+is "$(cat "$T/err")" "qb-pack: $C/dup-id.jsonl:2: duplicate custom_id \"a1\" (first at $C/dup-id.jsonl:1)" "dup-id: line 2 refused, naming the line and the id"
+is "$(ids "$T/d1")" "a1 " "dup-id: never a file with repeated ids"
+is "$(jqr .requests "$T/out")" 1 "dup-id: pack record counts one request"
 
-# case 3: caps
+# split-caps: caps
 pack "$T/d3" -n 2 -b 400 "$C/split-caps.jsonl"
-is "$rc" 1 "case 3: exit 1"
-is "$(jqr .requests "$T/out" | tr '\n' ' ')" "2 2 1 " "case 3: files of 2, 2 and 1 requests"
-is "$(jqr '.bytes <= 400' "$T/out" | sort -u)" true "case 3: each at most 400 bytes"
-like "$(cat "$T/err")" "split-caps.jsonl:6: line (" "case 3: s6 rejected"
-like "$(cat "$T/err")" "bytes with its newline) exceeds the per-file byte cap (-b) of 400 bytes for id \"s6\"" "case 3: the message names the cap"
-ok_if "case 3: record bytes equal the file sizes" \
+is "$rc" 1 "split-caps: exit 1"
+is "$(jqr .requests "$T/out" | tr '\n' ' ')" "2 2 1 " "split-caps: files of 2, 2 and 1 requests"
+is "$(jqr '.bytes <= 400' "$T/out" | sort -u)" true "split-caps: each at most 400 bytes"
+like "$(cat "$T/err")" "split-caps.jsonl:6: line (" "split-caps: s6 rejected"
+like "$(cat "$T/err")" "bytes with its newline) exceeds the per-file byte cap (-b) of 400 bytes for id \"s6\"" "split-caps: the message names the cap"
+ok_if "split-caps: record bytes equal the file sizes" \
     "$(jqr '"\(.bytes) \(.file)"' "$T/out" | while read -r b f; do [ "$(wc -c <"$f")" = "$b" ] || echo bad; done)" = ""
-ok_if "case 3: sha256 in the record is the file's" \
+ok_if "split-caps: sha256 in the record is the file's" \
     "$(jqr '"\(.sha256)  \(.file)"' "$T/out" | sha256sum -c --quiet 2>&1)" = ""
-is "$(jqr .file "$T/out" | xargs cat | jqr .custom_id | tr '\n' ' ')" "s1 s2 s3 s4 s5 " "case 3: input order kept across files"
+is "$(jqr .file "$T/out" | xargs cat | jqr .custom_id | tr '\n' ' ')" "s1 s2 s3 s4 s5 " "split-caps: input order kept across files"
 
-# case 4: one file per (url, model)
+# mixed-model-endpoint: one file per (url, model)
 pack "$T/d4" "$C/mixed-model-endpoint.jsonl"
-is "$rc" 0 "case 4: exit 0"
-is "$(wc -l <"$T/out" | tr -d ' ')" 3 "case 4: three files"
+is "$rc" 0 "mixed-model-endpoint: exit 0"
+is "$(wc -l <"$T/out" | tr -d ' ')" 3 "mixed-model-endpoint: three files"
 is "$(jqr '[.endpoint,.model,.requests]|@tsv' "$T/out" | sort | tr '\t\n' ', ')" \
-    "/v1/chat/completions,m1,1 /v1/chat/completions,m2,1 /v1/embeddings,e-small,1 " "case 4: groups"
-ok_if "case 4: each file's url equals its record's endpoint" \
+    "/v1/chat/completions,m1,1 /v1/chat/completions,m2,1 /v1/embeddings,e-small,1 " "mixed-model-endpoint: groups"
+ok_if "mixed-model-endpoint: each file's url equals its record's endpoint" \
     "$(jqr '"\(.endpoint) \(.file)"' "$T/out" | while read -r e f; do jqr .url "$f" | grep -vx "$e"; done)" = ""
 
-# case 5: malformed line in the middle
+# malformed-middle: malformed line in the middle
 pack "$T/d5" "$C/malformed-middle.jsonl"
-is "$rc" 1 "case 5: exit 1 (partial)"
-like "$(cat "$T/err")" "malformed-middle.jsonl:2: parse error:" "case 5: line 2 reported with the parser's reason"
-is "$(ids "$T/d5")" "g1 g3 " "case 5: g1 and g3 go through"
-check_exit 65 "case 5: --strict stops with 65" qb-pack -d "$T/d5" --strict "$C/malformed-middle.jsonl"
+is "$rc" 1 "malformed-middle: exit 1 (partial)"
+like "$(cat "$T/err")" "malformed-middle.jsonl:2: parse error:" "malformed-middle: line 2 reported with the parser's reason"
+is "$(ids "$T/d5")" "g1 g3 " "malformed-middle: g1 and g3 go through"
+check_exit 65 "malformed-middle: --strict stops with 65" qb-pack -d "$T/d5" --strict "$C/malformed-middle.jsonl"
 
-# case 6: valid JSON that is not an object
+# non-object: valid JSON that is not an object
 pack "$T/d6" "$C/non-object.jsonl"
-is "$(grep -c 'not a JSON object' "$T/err")" 3 "case 6: three lines reported"
-like "$(cat "$T/err")" "non-object.jsonl:3: not a JSON object" "case 6: with line numbers"
-is "$(ids "$T/d6")" "n1 " "case 6: n1 goes through"
+is "$(grep -c 'not a JSON object' "$T/err")" 3 "non-object: three lines reported"
+like "$(cat "$T/err")" "non-object.jsonl:3: not a JSON object" "non-object: with line numbers"
+is "$(ids "$T/d6")" "n1 " "non-object: n1 goes through"
 
-# case 7: blank lines
+# blank-lines: blank lines
 pack "$T/d7" "$C/blank-lines.jsonl"
-is "$rc:$(cat "$T/err")" "0:" "case 7: blank lines skipped silently"
-is "$(ids "$T/d7")" "b1 b2 " "case 7: both items packed"
-is "$(cat "$T"/d7/*.jsonl | grep -c '^$')" 0 "case 7: no blank line in the output"
+is "$rc:$(cat "$T/err")" "0:" "blank-lines: blank lines skipped silently"
+is "$(ids "$T/d7")" "b1 b2 " "blank-lines: both items packed"
+is "$(cat "$T"/d7/*.jsonl | grep -c '^$')" 0 "blank-lines: no blank line in the output"
 printf '\n\n{"id":"x1","body":{"model":"m1"}}\n\n[1]\n' >"$T/blank2.jsonl"
 pack "$T/d7b" "$T/blank2.jsonl"
-like "$(cat "$T/err")" "blank2.jsonl:5: not a JSON object" "case 7: diagnostics keep physical line numbers"
+like "$(cat "$T/err")" "blank2.jsonl:5: not a JSON object" "blank-lines: diagnostics keep physical line numbers"
 
-# case 8: CRLF, also split across reads by a slow writer
+# crlf: CRLF, also split across reads by a slow writer
 pack "$T/d8" "$C/crlf.jsonl"
-is "$(ids "$T/d8")" "w1 w2 " "case 8: CRLF accepted"
-ok_if "case 8: output is LF only" "$(cat "$T"/d8/*.jsonl | tr -dc '\r' | wc -c)" -eq 0
+is "$(ids "$T/d8")" "w1 w2 " "crlf: CRLF accepted"
+ok_if "crlf: output is LF only" "$(cat "$T"/d8/*.jsonl | tr -dc '\r' | wc -c)" -eq 0
 ( printf '{"custom_id":"p1","body":{"model":"m1"}}\r'; sleep 0.2; printf '\n{"custom_id":"p2","body":{"model":"m1"}}\r\n' ) >"$T/pipe.in"
 ( printf '{"custom_id":"p1","body":{"model":"m1"}}\r'; sleep 0.2; printf '\n{"custom_id":"p2","body":{"model":"m1"}}\r\n' ) |
 	qb-pack -d "$T/d7b" - >"$T/out" 2>"$T/err"
-is "$?:$(cat "$T/err")" "0:" "case 8: a CRLF pair split between two reads of a pipe"
-is "$(jqr .file "$T/out" | xargs cat | jqr .custom_id | tr '\n' ' ')" "p1 p2 " "case 8: ids never carry CR"
+is "$?:$(cat "$T/err")" "0:" "crlf: a CRLF pair split between two reads of a pipe"
+is "$(jqr .file "$T/out" | xargs cat | jqr .custom_id | tr '\n' ' ')" "p1 p2 " "crlf: ids never carry CR"
 
-# case 9: BOM
+# bom: BOM
 pack "$T/d9" "$C/bom.jsonl"
-is "$rc:$(ids "$T/d9")" "0:bom1 bom2 " "case 9: BOM stripped"
-ok_if "case 9: never forwarded" "$(cat "$T"/d9/*.jsonl | grep -c "$(printf '\357\273\277')")" -eq 0
+is "$rc:$(ids "$T/d9")" "0:bom1 bom2 " "bom: BOM stripped"
+ok_if "bom: never forwarded" "$(cat "$T"/d9/*.jsonl | grep -c "$(printf '\357\273\277')")" -eq 0
 cat "$C/bom.jsonl" >"$T/bom2.jsonl"
 sed 's/bom1/bom3/; s/bom2/bom4/' "$C/bom.jsonl" >>"$T/bom2.jsonl"
 pack "$T/d9b" "$T/bom2.jsonl"
-like "$(cat "$T/err")" "bom2.jsonl:3: lexical error" "case 9: a BOM is stripped once, at the start of each input only"
+like "$(cat "$T/err")" "bom2.jsonl:3: lexical error" "bom: a BOM is stripped once, at the start of each input only"
 
-# case 10: invalid UTF-8
+# invalid-utf8: invalid UTF-8
 pack "$T/d10" "$C/invalid-utf8.jsonl"
-is "$rc" 1 "case 10: exit 1"
-like "$(cat "$T/err")" "invalid-utf8.jsonl:2: lexical error: invalid bytes in UTF8 string at byte" "case 10: v2 rejected with its line and byte offset"
-is "$(ids "$T/d10")" "v1 v3 " "case 10: v1 and v3 go through"
+is "$rc" 1 "invalid-utf8: exit 1"
+like "$(cat "$T/err")" "invalid-utf8.jsonl:2: lexical error: invalid bytes in UTF8 string at byte" "invalid-utf8: v2 rejected with its line and byte offset"
+is "$(ids "$T/d10")" "v1 v3 " "invalid-utf8: v1 and v3 go through"
 
-# case 11: a 200 KB line
+# huge-line: a 200 KB line
 {
 	printf '{"custom_id":"h1","method":"POST","url":"/v1/chat/completions","body":{"model":"m1","messages":[{"role":"user","content":"'
 	head -c 200000 /dev/zero | tr '\0' a
 	printf '"}]}}\n{"custom_id":"h2","body":{"model":"m1"}}\n'
 } >"$T/huge.jsonl"
 pack "$T/d11" "$T/huge.jsonl"
-is "$rc:$(ids "$T/d11")" "0:h1 h2 " "case 11: a 200 KB line packs"
+is "$rc:$(ids "$T/d11")" "0:h1 h2 " "huge-line: a 200 KB line packs"
 pack "$T/d11b" -b 100000 "$T/huge.jsonl"
-like "$(cat "$T/err")" "huge.jsonl:1: line (" "case 11: caps applied at pack time"
+like "$(cat "$T/err")" "huge.jsonl:1: line (" "huge-line: caps applied at pack time"
 
 # items: id/body/endpoint, -e default, gz input, bad fields
 cat >"$T/items.jsonl" <<'EOI'
@@ -141,7 +141,7 @@ first=$(jqr .file "$T/out")
 qb-pack -d "$T/dr" "$C/crlf.jsonl" >"$T/out2"
 is "$(jqr .file "$T/out2"):$(ls "$T/dr" | wc -l | tr -d ' ')" "$first:1" "re-run gives the same file, no temporary left"
 
-# embeddings: at most 50,000 inputs summed over a file (PROVIDERS.md 1.10)
+# embeddings: at most 50,000 inputs summed over a file (qb-providers(7) OPENAI Limits)
 python3 -c '
 import json
 for i in range(3):
@@ -203,12 +203,12 @@ is "$rc:$(cat "$T"/dg/*.jsonl | wc -l | tr -d ' '):$(jq -s 'map(.requests) | add
 like "$(jqr .file "$T/out")" "$T/rel/openai." "pack record names the file absolutely"
 like "$(cat "$T/err")" "blank-lines.jsonl: 3 blank lines skipped" "-v counts skipped blank lines"
 
-# case 2: ids the provider would refuse (65 characters; "/", space, "#")
+# bad-custom-id: ids the provider would refuse (65 characters; "/", space, "#")
 # are rejected per line, with the reason, before anything is uploaded
 pack "$T/d2" -p anthropic "$C/bad-custom-id.anthropic.jsonl"
-is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "1:0" "case 2: exit 1, no file"
-like "$(cat "$T/err")" "bad-custom-id.anthropic.jsonl:1: custom_id longer than 64 characters" "case 2: the long id named by line"
-like "$(cat "$T/err")" "bad-custom-id.anthropic.jsonl:2: custom_id has a character other than A-Z a-z 0-9 _ -" "case 2: the bad characters named by line"
+is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "1:0" "bad-custom-id: exit 1, no file"
+like "$(cat "$T/err")" "bad-custom-id.anthropic.jsonl:1: custom_id longer than 64 characters" "bad-custom-id: the long id named by line"
+like "$(cat "$T/err")" "bad-custom-id.anthropic.jsonl:2: custom_id has a character other than A-Z a-z 0-9 _ -" "bad-custom-id: the bad characters named by line"
 
 # anthropic: model, messages and max_tokens are required of every request
 printf '%s\n' '{"id":"n1","body":{"model":"m1","messages":[]}}' '{"id":"n2","body":{"model":"m1","max_tokens":4}}' >"$T/nomax.jsonl"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# qb -p azure (Azure OpenAI, PROVIDERS.md §3) against the emulator's --azure
+# qb -p azure (Azure OpenAI, qb-providers(7) AZURE OPENAI) against the emulator's --azure
 # face: pack -p azure | submit | poll -w | reconcile; the key goes in an
 # api-key header, never in Authorization; AZURE_OPENAI_API_VERSION goes on
 # every request; the older API's "Completed" and string times are read;
@@ -83,7 +83,7 @@ check_exit 78 "no AZURE_OPENAI_ENDPOINT" env -u AZURE_OPENAI_ENDPOINT qb-poll jo
 like "$(cat "$T/err")" "AZURE_OPENAI_ENDPOINT is not set" "and says so"
 check_exit 78 "no AZURE_OPENAI_API_KEY" env -u AZURE_OPENAI_API_KEY qb-poll job2.jsonl
 
-# 100,000 requests per file (§3)
+# 100,000 requests per file (qb-providers(7) AZURE OPENAI)
 awk 'BEGIN { for (i = 0; i <= 100000; i++)
     printf "{\"id\":\"r%d\",\"body\":{\"model\":\"d\",\"messages\":[]}}\n", i }' >big.jsonl
 mkdir big

@@ -1,5 +1,5 @@
 #!/bin/sh
-# qb-submit --token-budget (cases/README.md case 17): three packed files of
+# qb-submit --token-budget (qb-providers(7) OPENAI Limits): three packed files of
 # about 40,000 estimated tokens for one model against an enqueued-token
 # limit of 90,000: the third is held (exit 75) until the first two end,
 # by a later run or by --wait-budget; no batch fails token_limit_exceeded.

@@ -1,9 +1,9 @@
 #!/bin/sh
 # qb-submit --sync against the provider emulator: a result per item with
 # the item's members, joined by qb-reconcile with no -r; bad lines; retries;
-# the server's waits held for the whole model (case 18); the concurrency
-# cap and the tokens-per-minute window (case 19); unknown outcomes retried
-# within their budget (case 20); a 401 stops; standard output closed.
+# the server's waits held for the whole model (qb-providers(7) HTTP
+# Retries); the concurrency cap and the tokens-per-minute window; unknown
+# outcomes retried within their budget; a 401 stops; standard output closed.
 . "$(dirname "$0")/lib.sh"
 plan 125
 
@@ -69,7 +69,7 @@ like "$(cat m.prom)" "# TYPE qb_sync_inflight gauge" "metrics file in the text f
 like "$(cat m.prom)" 'qb_sync_requests_total{provider="openai",model="m1",code="200"} 5' "requests counted by code"
 like "$(cat m.prom)" 'qb_sync_inflight{provider="openai",model="m1"} 0' "nothing in flight at the end"
 
-# the pipeline of DESIGN.md §2: qb-reconcile joins each result to itself
+# the pipeline of qb-submit(1) SYNCHRONOUS MODE: qb-reconcile joins each result to itself
 qb-submit --sync items.jsonl 2>/dev/null | qb-reconcile >rec.jsonl 2>rec.err
 is "$?" 0 "| qb-reconcile with no -r: exit 0"
 is "$(jqr '"\(.id)=\(.outcome)=\(.meta.for)"' rec.jsonl | sort | tr '\n' ' ')" \
@@ -77,7 +77,7 @@ is "$(jqr '"\(.id)=\(.outcome)=\(.meta.for)"' rec.jsonl | sort | tr '\n' ' ')" \
 is "$(jqr 'has("body")' rec.jsonl | sort -u)" false "done outcomes carry no body"
 like "$(cat rec.err)" "5 requests: 5 done, 0 retry, 0 dead" "reconcile summary"
 
-# the synchronous worker of DESIGN.md §2, on a spool: settled per item
+# the synchronous worker the README shows, on a spool: settled per item
 reset
 { chat q1 "I love dogs"
   echo '{"id":"q2","body":{"model":"m1","messages":[],"qb_fake":{"status":400}}}'
@@ -178,82 +178,82 @@ like "$(last)" "4 retries, 0 possible double spends" "not sent: retried freely, 
 is "$(qb-reconcile "$T/out" 2>/dev/null | jqr '[.outcome,.endpoint,.body.messages[0].content,.meta.for]|@tsv')" \
     "$(printf 'retry\t/v1/chat/completions\tno retry\ts1')" "qb-reconcile: a retry outcome that is an item again"
 
-# case 18: the server's wait, the latest one, for the whole model
+# server wait: the server's wait, the latest one, for the whole model
 reset
 script '{"on":"POST /v1/chat/completions","status":429,"headers":{"retry-after":"1"},"error":true}' \
     '{"on":"POST /v1/chat/completions","status":429,"headers":{"retry-after":"2"},"error":true}'
 { chat w1 "first"; chat w2 "second"; } >w.jsonl
 t0=$(now)
 sub -v --concurrency 1 w.jsonl
-is "$rc" 0 "case 18: 429, 429, then answers: exit 0"
+is "$rc" 0 "server wait: 429, 429, then answers: exit 0"
 like "$(cat "$T/err")" 'id "w1": HTTP 429: Rate limit reached for requests (injected by qb-fake).; try 2 in 1.00 s (the server' \
-    "case 18: waits the first retry-after"
+    "server wait: waits the first retry-after"
 like "$(cat "$T/err")" 'id "w1": HTTP 429: Rate limit reached for requests (injected by qb-fake).; try 3 in 2.00 s' \
-    "case 18: then the latest one"
+    "server wait: then the latest one"
 a1=$(stat_of '[.sync_admitted[][0]]|min')
-ok_if "case 18: w1 answered at least 3 s after the start" "$(ge "$a1" "$(echo "$t0 + 3" | bc)" && echo y)" = y
-is "$(stat_of '.sync_admitted|length')" 2 "case 18: two calls admitted"
-like "$(last)" "2 retries" "case 18: two retries"
+ok_if "server wait: w1 answered at least 3 s after the start" "$(ge "$a1" "$(echo "$t0 + 3" | bc)" && echo y)" = y
+is "$(stat_of '.sync_admitted|length')" 2 "server wait: two calls admitted"
+like "$(last)" "2 retries" "server wait: two retries"
 reset
 script '{"on":"POST /v1/chat/completions","status":429,"headers":{"retry-after-ms":"1500","retry-after":"30"},"error":true}'
 t0=$(now)
 sub -v --concurrency 1 w.jsonl
-is "$rc" 0 "case 18: retry-after-ms: exit 0"
-like "$(cat "$T/err")" "try 2 in 1.50 s" "case 18: retry-after-ms wins over retry-after"
+is "$rc" 0 "server wait: retry-after-ms: exit 0"
+like "$(cat "$T/err")" "try 2 in 1.50 s" "server wait: retry-after-ms wins over retry-after"
 a1=$(stat_of '[.sync_admitted[][0]]|min')
-ok_if "case 18: no call admitted before the wait is over" "$(ge "$a1" "$(echo "$t0 + 1.5" | bc)" && echo y)" = y
+ok_if "server wait: no call admitted before the wait is over" "$(ge "$a1" "$(echo "$t0 + 1.5" | bc)" && echo y)" = y
 reset
 when=$(date -u -d "@$(($(date +%s) + 4))" '+%a, %d %b %Y %H:%M:%S GMT')
 script "{\"on\":\"POST /v1/chat/completions\",\"status\":429,\"headers\":{\"retry-after\":\"$when\"},\"error\":true}"
 sub -v s1.jsonl
 wait=$(sed -n 's/.*try 2 in \([0-9.]*\) s.*/\1/p' "$T/err")
-is "$rc" 0 "case 18: an HTTP-date: exit 0"
-ok_if "case 18: an HTTP-date 4 s ahead is a wait of 1 to 4 s (got $wait)" "$(ge "$wait" 1 && ge 4 "$wait" && echo y)" = y
+is "$rc" 0 "server wait: an HTTP-date: exit 0"
+ok_if "server wait: an HTTP-date 4 s ahead is a wait of 1 to 4 s (got $wait)" "$(ge "$wait" 1 && ge 4 "$wait" && echo y)" = y
 reset
 script '{"on":"POST /v1/chat/completions","status":429,"headers":{"retry-after":"500"},"error":true}'
 t0=$(now)
 sub --concurrency 1 w.jsonl
 t1=$(now)
-is "$rc" 75 "case 18: a wait past the cap: exit 75"
-is "$(of w1 '[.http_status,.error.code]|@tsv')" "$(printf '429\trate_limit_exceeded')" "case 18: w1 keeps its 429"
+is "$rc" 75 "server wait: a wait past the cap: exit 75"
+is "$(of w1 '[.http_status,.error.code]|@tsv')" "$(printf '429\trate_limit_exceeded')" "server wait: w1 keeps its 429"
 like "$(cat "$T/err")" 'id "w1": HTTP 429: Rate limit reached for requests (injected by qb-fake).; the server asks to wait 500 s, past the 120 s qb waits' \
-    "case 18: said so"
-is "$(of w2 '[.status,.http_status,.error.type]|@tsv')" "$(printf 'errored\t\trate_limit_error')" "case 18: w2 not sent either: the hold is the model's"
-like "$(of w2 .error.message)" "model m1 is held 500 s" "case 18: w2 says why"
-is "$(stat_of '.requests["POST /v1/chat/completions"]|[."429",."200"]|@tsv')" "$(printf '1\t')" "case 18: one call only"
-ok_if "case 18: nothing waited" "$(ge "$t0" "$(echo "$t1 - 3" | bc)" && echo y)" = y
-is "$(qb-reconcile "$T/out" 2>/dev/null | jqr .outcome | sort -u)" retry "case 18: both retry outcomes"
+    "server wait: said so"
+is "$(of w2 '[.status,.http_status,.error.type]|@tsv')" "$(printf 'errored\t\trate_limit_error')" "server wait: w2 not sent either: the hold is the model's"
+like "$(of w2 .error.message)" "model m1 is held 500 s" "server wait: w2 says why"
+is "$(stat_of '.requests["POST /v1/chat/completions"]|[."429",."200"]|@tsv')" "$(printf '1\t')" "server wait: one call only"
+ok_if "server wait: nothing waited" "$(ge "$t0" "$(echo "$t1 - 3" | bc)" && echo y)" = y
+is "$(qb-reconcile "$T/out" 2>/dev/null | jqr .outcome | sort -u)" retry "server wait: both retry outcomes"
 
-# case 20: a request sent whole and never answered may have been billed
+# unknown outcome: a request sent whole and never answered may have been billed
 reset
 script '{"on":"POST /v1/chat/completions","delay":2,"times":-1}'
 QB_HTTP_TIMEOUT=1 sub --unknown-retries 0 s1.jsonl
-is "$rc" 75 "case 20: no answer within the timeout, no unknown retries: exit 75"
+is "$rc" 75 "unknown outcome: no answer within the timeout, no unknown retries: exit 75"
 is "$(of s1 '[.status,.http_status,.error.type,.error.code]|@tsv')" "$(printf 'errored\t\tconnection_error\toutcome_unknown')" \
-    "case 20: error code outcome_unknown"
-like "$(of s1 .error.message)" "it may have been billed" "case 20: the message says why"
-like "$(last)" "0 retries, 0 possible double spends" "case 20: not sent again"
+    "unknown outcome: error code outcome_unknown"
+like "$(of s1 .error.message)" "it may have been billed" "unknown outcome: the message says why"
+like "$(last)" "0 retries, 0 possible double spends" "unknown outcome: not sent again"
 until_idle
-is "$(stat_of '.requests["POST /v1/chat/completions"]."200"')" 1 "case 20: exactly one request reached the emulator"
-is "$(qb-reconcile "$T/out" 2>/dev/null | jqr .outcome)" retry "case 20: qb-reconcile: retry"
+is "$(stat_of '.requests["POST /v1/chat/completions"]."200"')" 1 "unknown outcome: exactly one request reached the emulator"
+is "$(qb-reconcile "$T/out" 2>/dev/null | jqr .outcome)" retry "unknown outcome: qb-reconcile: retry"
 reset
 script '{"on":"POST /v1/chat/completions","delay":2,"times":-1}'
 QB_HTTP_TIMEOUT=1 sub --metrics m20.prom s1.jsonl
-is "$rc:$(of s1 .error.code)" "75:outcome_unknown" "case 20: held every time: outcome_unknown"
-like "$(last)" "2 retries, 2 possible double spends" "case 20: retried --unknown-retries times (2), each counted"
-like "$(cat m20.prom)" 'qb_sync_unknown_total{provider="openai",model="m1"} 2' "case 20: in the metrics too"
+is "$rc:$(of s1 .error.code)" "75:outcome_unknown" "unknown outcome: held every time: outcome_unknown"
+like "$(last)" "2 retries, 2 possible double spends" "unknown outcome: retried --unknown-retries times (2), each counted"
+like "$(cat m20.prom)" 'qb_sync_unknown_total{provider="openai",model="m1"} 2' "unknown outcome: in the metrics too"
 until_idle
-is "$(stat_of '.requests["POST /v1/chat/completions"]."200"')" 3 "case 20: three requests in all"
+is "$(stat_of '.requests["POST /v1/chat/completions"]."200"')" 3 "unknown outcome: three requests in all"
 reset
 script '{"on":"POST /v1/chat/completions","delay":2}'
 QB_HTTP_TIMEOUT=1 sub w.jsonl
-is "$rc" 0 "case 20: held once, then answered: exit 0"
-like "$(last)" "2 items: 2 succeeded, 0 failed, 0 for later; 1 retry, 1 possible double spend" "case 20: one possible double spend"
+is "$rc" 0 "unknown outcome: held once, then answered: exit 0"
+like "$(last)" "2 items: 2 succeeded, 0 failed, 0 for later; 1 retry, 1 possible double spend" "unknown outcome: one possible double spend"
 reset
 script '{"on":"POST /v1/chat/completions","close":true}'
 sub --unknown-retries 1 s1.jsonl
-is "$rc:$(of s1 .status)" "0:succeeded" "case 20: a connection dropped after the request: tried again"
-like "$(last)" "1 retry, 1 possible double spend" "case 20: and counted"
+is "$rc:$(of s1 .status)" "0:succeeded" "unknown outcome: a connection dropped after the request: tried again"
+like "$(last)" "1 retry, 1 possible double spend" "unknown outcome: and counted"
 until_idle
 
 # a 401 stops at once; the key is never shown
@@ -277,7 +277,7 @@ is "$(stat_of '.requests["POST /v1/chat/completions"]')" null "nothing sent"
 is "$(cat rc74)" 74 "standard output a closed pipe: exit 74"
 like "$(cat "$T/err")" "write error on standard output" "said so"
 
-# case 19: never more than 3 in flight, at most 9 items of 6,500 tokens in a minute
+# admission: never more than 3 in flight, at most 9 items of 6,500 tokens in a minute
 fake_stop
 fake_start --slow-above 3 --slow-seconds 2
 # 6,500 tokens each: (2 + 4 + 25994 characters of strings) / 4
@@ -286,23 +286,23 @@ for i in 1 2 3 4 5 6 7 8 9 10 11 12; do chat "t$i" "$text"; done >big.jsonl
 t0=$(now)
 sub --concurrency 3 --tpm 60000 --deadline 3 --metrics m19.prom big.jsonl
 t1=$(now)
-is "$rc" 75 "case 19: exit 75 (three left for later)"
-is "$(jqr .status "$T/out" | sort | uniq -c | awk '{ printf "%s %s ", $1, $2 }')" "3 expired 9 succeeded " "case 19: nine answered, three expired"
-is "$(jqr 'select(.status == "expired") | .error.code' "$T/out" | sort -u)" deadline_exceeded "case 19: error code deadline_exceeded"
-is "$(stat_of .sync_admitted|jqr length)" 9 "case 19: the emulator admitted nine"
-ok_if "case 19: never more than 3 in flight" "$(stat_of .sync_max_inflight)" -le 3
-ok_if "case 19: the nine within 3 s: the tenth would have needed the window" \
+is "$rc" 75 "admission: exit 75 (three left for later)"
+is "$(jqr .status "$T/out" | sort | uniq -c | awk '{ printf "%s %s ", $1, $2 }')" "3 expired 9 succeeded " "admission: nine answered, three expired"
+is "$(jqr 'select(.status == "expired") | .error.code' "$T/out" | sort -u)" deadline_exceeded "admission: error code deadline_exceeded"
+is "$(stat_of .sync_admitted|jqr length)" 9 "admission: the emulator admitted nine"
+ok_if "admission: never more than 3 in flight" "$(stat_of .sync_max_inflight)" -le 3
+ok_if "admission: the nine within 3 s: the tenth would have needed the window" \
     "$(stat_of '(.sync_admitted|map(.[0])|max - min) < 3')" = true
-like "$(cat m19.prom)" 'qb_sync_admitted_tokens_total{provider="openai",model="m1"} 58500' "case 19: 9 x 6,500 tokens admitted"
-ok_if "case 19: given up at once, not at the end of the window" "$(ge "$t0" "$(echo "$t1 - 8" | bc)" && echo y)" = y
+like "$(cat m19.prom)" 'qb_sync_admitted_tokens_total{provider="openai",model="m1"} 58500' "admission: 9 x 6,500 tokens admitted"
+ok_if "admission: given up at once, not at the end of the window" "$(ge "$t0" "$(echo "$t1 - 8" | bc)" && echo y)" = y
 fake_stop
 fake_start --rpm 2
 { chat p1 a; chat p2 b; chat p3 c; chat p4 d; } >rpm.jsonl
 sub --concurrency 4 --deadline 3 --metrics m19b.prom rpm.jsonl
-is "$rc" 75 "case 19: --rpm 2 at the emulator: exit 75"
-is "$(jqr .http_status "$T/out" | sort | tr '\n' ' ')" "200 200 429 429 " "case 19: two answered, two 429s left for later"
-like "$(cat m19b.prom)" 'qb_sync_requests_total{provider="openai",model="m1",code="429"} 2' "case 19: 429s in the metrics"
+is "$rc" 75 "admission: --rpm 2 at the emulator: exit 75"
+is "$(jqr .http_status "$T/out" | sort | tr '\n' ' ')" "200 200 429 429 " "admission: two answered, two 429s left for later"
+like "$(cat m19b.prom)" 'qb_sync_requests_total{provider="openai",model="m1",code="429"} 2' "admission: 429s in the metrics"
 win=$(sed -n 's/^qb_sync_window{provider="openai",model="m1"} //p' m19b.prom)
-ok_if "case 19: the 429s cut the window (4 -> $win)" "$(ge 3 "$win" && echo y)" = y
+ok_if "admission: the 429s cut the window (4 -> $win)" "$(ge 3 "$win" && echo y)" = y
 
 done_testing

@@ -1,8 +1,8 @@
 #!/bin/sh
 # qb-submit --sync --array: embeddings items packed into array requests,
 # answers split back by index, usage shared out; a refused array bisected
-# down to the poison input, which alone is dead (case 22); a stalled array
-# an unknown outcome (case 23); what is not combined.
+# down to the poison input, which alone is dead; a stalled array an
+# unknown outcome; what is not combined.
 . "$(dirname "$0")/lib.sh"
 plan 44
 
@@ -51,12 +51,12 @@ is "$(of u3 '[.response.data[].index]|@csv')" "0,1" "a two-input item: indices 0
 is "$(of u3 .response.data[1].embedding)" "$(emb x '"dddddddd"' | qb-submit --sync 2>/dev/null | jqr .response.data[0].embedding)" \
     "its second vector is that of its second input"
 
-# case 22: a poison input, bisected; the rest go through
+# poison input: a poison input, bisected; the rest go through
 reset
 big=$(awk 'BEGIN { for (i = 0; i < 36000; i++) printf "x" }')
 { emb p1 "[\"short one\",\"$big\",\"short two\"]"; emb p2 '"plain two"'; emb p3 '"plain three"'; } >poison.jsonl
 sub --array 2 --array-tokens 20000 poison.jsonl
-is "$rc" 1 "case 22: exit 1 (an item failed)"
+is "$rc" 1 "poison input: exit 1 (an item failed)"
 is "$(wc -l <"$T/out" | tr -d ' ')" 3 "three results"
 is "$(of p1 '[.status,.outcome // "",.http_status,.error.code,.error.param]|@tsv')" \
     "$(printf 'errored\t\t400\tcontext_length_exceeded\tinput[1]')" "the poison's item is errored 400, naming input[1]"
@@ -107,11 +107,11 @@ sub --array 10 chat.jsonl
 is "$(stat_of '.requests["POST /v1/chat/completions"]."200"')" 2 "chat items: one request each"
 is "$rc" 0 "exit 0"
 
-# case 23: a stalled array is an unknown outcome
+# stalled array: a stalled array is an unknown outcome
 reset
 script '{"on":"POST /v1/embeddings","match":"text number 150\"","delay":4,"close":true}'
 QB_HTTP_TIMEOUT=1 qb-submit --sync --array 100 --unknown-retries 0 many.jsonl >"$T/out" 2>"$T/err"; rc=$?
-is "$rc" 75 "case 23: exit 75 (items for later)"
+is "$rc" 75 "stalled array: exit 75 (items for later)"
 is "$(wc -l <"$T/out" | tr -d ' ')" 250 "250 results"
 is "$(jqr 'select(.status != "succeeded") | .error.code' "$T/out" | sort | uniq -c | tr -s ' ')" " 100 outcome_unknown" \
     "the stalled array's 100 items: outcome unknown"

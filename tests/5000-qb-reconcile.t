@@ -1,7 +1,7 @@
 #!/bin/sh
-# qb-reconcile: results joined to requests by id (cases 5-10, 13-16), job
+# qb-reconcile: results joined to requests by id (tests/data/cases), job
 # records, pending and failed batches, .gz and piped input, prices, items
-# carried into outcomes, flat memory (case 12), the real fixtures.
+# carried into outcomes, flat memory, the real fixtures.
 . "$(dirname "$0")/lib.sh"
 C=$TOP/tests/data/cases
 D=$TOP/tests/data/reconcile
@@ -33,58 +33,58 @@ is "$(wc -c <"$T/out" | tr -d ' ')" 0 "missing operand: nothing written"
 check_exit 64 "stdin twice" qb-reconcile -r - </dev/null
 check_exit 66 "--prices file missing" qb-reconcile --prices "$T/none.jsonl" -r "$C/out-of-order.input.jsonl" /dev/null
 
-# case 13: out of order, joined on custom_id only
+# out-of-order: out of order, joined on custom_id only
 rec -r "$C/out-of-order.input.jsonl" "$C/out-of-order.output.jsonl"
-is "$rc" 0 "case 13: exit 0, every outcome done"
+is "$rc" 0 "out-of-order: exit 0, every outcome done"
 is "$(col '"\(.id)=\(.outcome)=\(.response.choices[0].message.content)"')" \
-    "c3=done=three c1=done=one c2=done=two " "case 13: joined by id, streamed in result order"
-is "$(col .request_id)" "q3 q1 q2 " "case 13: each result's own request_id"
-is "$(cat "$T/err")" "qb-reconcile: 3 requests: 3 done, 0 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 0 out 0" "case 13: summary"
-is "$(col 'has("body")')" "false false false " "case 13: done outcomes carry no body"
+    "c3=done=three c1=done=one c2=done=two " "out-of-order: joined by id, streamed in result order"
+is "$(col .request_id)" "q3 q1 q2 " "out-of-order: each result's own request_id"
+is "$(cat "$T/err")" "qb-reconcile: 3 requests: 3 done, 0 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 0 out 0" "out-of-order: summary"
+is "$(col 'has("body")')" "false false false " "out-of-order: done outcomes carry no body"
 rec -q --requests "$C/out-of-order.input.jsonl" "$C/out-of-order.output.jsonl"
 is "$rc:$(cat "$T/err"):$(wc -l <"$T/out" | tr -d ' ')" "0::3" "--requests, -q: no summary"
 qb-reconcile -r "$C/out-of-order.input.jsonl" "$C/out-of-order.output.jsonl" >/dev/full 2>"$T/err"
 is "$?:$(tail -n 1 "$T/err")" "74:qb-reconcile: write error on standard output: No space left on device" "a write error: exit 74"
 
-# case 14: an expired batch: x1 done, x2 and x3 retry as items
+# expired: an expired batch: x1 done, x2 and x3 retry as items
 rec -r "$D/expired.requests.jsonl" "$C/expired.output.jsonl" "$C/expired.errors.jsonl"
-is "$rc" 1 "case 14: exit 1 (retries)"
-is "$(col '"\(.id)=\(.outcome)=\(.status)"')" "x1=done=succeeded x2=retry=expired x3=retry=expired " "case 14: x1 done, x2 x3 retry, status expired"
-is "$(of x2 .error.code)" batch_expired "case 14: error code kept"
-is "$(of x1 .usage.input_tokens):$(of x1 .usage.output_tokens)" "5:1" "case 14: x1 usage from prompt/completion tokens"
+is "$rc" 1 "expired: exit 1 (retries)"
+is "$(col '"\(.id)=\(.outcome)=\(.status)"')" "x1=done=succeeded x2=retry=expired x3=retry=expired " "expired: x1 done, x2 x3 retry, status expired"
+is "$(of x2 .error.code)" batch_expired "expired: error code kept"
+is "$(of x1 .usage.input_tokens):$(of x1 .usage.output_tokens)" "5:1" "expired: x1 usage from prompt/completion tokens"
 jqr 'select(.outcome == "retry") | {id, endpoint, body}' "$T/out" >"$T/retry.items"
 jqr '{id: .custom_id, endpoint: .url, body} | select(.id != "x1")' "$D/expired.requests.jsonl" >"$T/want.items"
-check_same "$T/retry.items" "$T/want.items" "case 14: retry outcomes carry the request's endpoint and body"
+check_same "$T/retry.items" "$T/want.items" "expired: retry outcomes carry the request's endpoint and body"
 jqr 'select(.outcome == "retry")' "$T/out" >"$T/retry.jsonl"
 mkdir "$T/repack"
 qb-pack -d "$T/repack" "$T/retry.jsonl" >"$T/pack.out" 2>"$T/pack.err"
-is "$?:$(jqr .requests "$T/pack.out")" "0:2" "case 14: the retry outcomes are valid items (qb-pack takes them)"
+is "$?:$(jqr .requests "$T/pack.out")" "0:2" "expired: the retry outcomes are valid items (qb-pack takes them)"
 grep -h '"body"' "$D/expired.requests.jsonl" | sed -n '2,3s/.*"body"://p' | sed 's/}$//' >"$T/want.bodies"
 sed 's/.*"body"://; s/}$//' "$T/retry.jsonl" >"$T/got.bodies"
-check_same "$T/got.bodies" "$T/want.bodies" "case 14: bodies copied byte for byte"
+check_same "$T/got.bodies" "$T/want.bodies" "expired: bodies copied byte for byte"
 
-# case 15: an HTTP error inside response with "error": null
+# http-error-in-response: an HTTP error inside response with "error": null
 rec -r "$D/http-error.requests.jsonl" "$C/http-error-in-response.jsonl"
-is "$rc" 1 "case 15: exit 1"
+is "$rc" 1 "http-error-in-response: exit 1"
 is "$(of k1 '[.outcome,.status,.http_status,.error.type,.error.code,.error.param,.error.message]|@tsv')" \
     "dead	errored	400	invalid_request_error	context_length_exceeded	max_tokens	max_tokens is too large" \
-    "case 15: k1 dead, type, code, param, message kept"
-is "$(of k1 'has("body")')" false "case 15: a dead outcome carries no body"
+    "http-error-in-response: k1 dead, type, code, param, message kept"
+is "$(of k1 'has("body")')" false "http-error-in-response: a dead outcome carries no body"
 
-# case 16: the four Anthropic result types
+# anthropic-result-types: the four Anthropic result types
 rec -r "$D/anthropic.requests.jsonl" "$C/anthropic-result-types.jsonl"
-is "$rc" 69 "case 16: exit 69, the account refuses"
-is "$(col '"\(.id)=\(.outcome)=\(.status)"')" "z1=done=succeeded z2=retry=errored z3=retry=expired z4=retry=canceled " "case 16: z1 done, z3 z4 retry, z2 not dead"
-is "$(of z2 .account_error)" true "case 16: z2 marked as an account-level error"
-like "$(cat "$T/err")" 'anthropic-result-types.jsonl:2: account-level error for id "z2": invalid_request_error: Your credit balance is too low; fix the account' "case 16: said once, with the reason"
-is "$(of z2 '[.error.type,.error.message]|@tsv')" "invalid_request_error	Your credit balance is too low" "case 16: z2 keeps type and message"
-is "$(of z1 '"\(.usage.input_tokens)/\(.usage.output_tokens)/\(.response.id)"')" "3/1/msg_1" "case 16: z1 usage and message"
-is "$(of z3 '"\(.endpoint) \(.params == .body) \(.body.messages[0].content)"')" "/v1/messages true hi z3" "case 16: Anthropic retry carries endpoint, body and params"
+is "$rc" 69 "anthropic-result-types: exit 69, the account refuses"
+is "$(col '"\(.id)=\(.outcome)=\(.status)"')" "z1=done=succeeded z2=retry=errored z3=retry=expired z4=retry=canceled " "anthropic-result-types: z1 done, z3 z4 retry, z2 not dead"
+is "$(of z2 .account_error)" true "anthropic-result-types: z2 marked as an account-level error"
+like "$(cat "$T/err")" 'anthropic-result-types.jsonl:2: account-level error for id "z2": invalid_request_error: Your credit balance is too low; fix the account' "anthropic-result-types: said once, with the reason"
+is "$(of z2 '[.error.type,.error.message]|@tsv')" "invalid_request_error	Your credit balance is too low" "anthropic-result-types: z2 keeps type and message"
+is "$(of z1 '"\(.usage.input_tokens)/\(.usage.output_tokens)/\(.response.id)"')" "3/1/msg_1" "anthropic-result-types: z1 usage and message"
+is "$(of z3 '"\(.endpoint) \(.params == .body) \(.body.messages[0].content)"')" "/v1/messages true hi z3" "anthropic-result-types: Anthropic retry carries endpoint, body and params"
 
-# cases 5-10 as request files: bad lines reported with FILE:LINE, the rest go through
+# the bad-line files as request files: bad lines reported with FILE:LINE, the rest go through
 rec -r "$C/malformed-middle.jsonl" -r "$C/non-object.jsonl" -r "$C/blank-lines.jsonl" \
     -r "$C/crlf.jsonl" -r "$C/bom.jsonl" -r "$C/invalid-utf8.jsonl" "$D/hygiene.results.jsonl"
-is "$rc" 1 "cases 5-10: exit 1 (lines rejected)"
+is "$rc" 1 "bad lines: exit 1 (lines rejected)"
 cat >"$T/want.err" <<EOF
 qb-reconcile: $C/malformed-middle.jsonl:2: parse error: premature EOF at end of line
 qb-reconcile: $C/non-object.jsonl:1: not a JSON object
@@ -93,15 +93,15 @@ qb-reconcile: $C/non-object.jsonl:3: not a JSON object
 qb-reconcile: $C/invalid-utf8.jsonl:2: lexical error: invalid bytes in UTF8 string at byte 126
 qb-reconcile: 11 requests: 11 done, 0 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 11 out 11
 EOF
-check_same "$T/err" "$T/want.err" "cases 5-10: each bad line named with its line; blank lines silent"
-is "$(col .id)" "g1 g3 n1 b1 b2 w1 w2 bom1 bom2 v1 v3 " "cases 5-10: every good request joined"
+check_same "$T/err" "$T/want.err" "bad lines: each named with its line; blank lines silent"
+is "$(col .id)" "g1 g3 n1 b1 b2 w1 w2 bom1 bom2 v1 v3 " "bad lines: every good request joined"
 # re-read by offset: after a BOM, with CRLF endings, from a .gz and from a pipe
 # One result line for another id: result lines without jobs are all there is,
 # so the requests without a result are retries.
 echo '{"custom_id":"zz","response":{"status_code":200,"body":{}},"error":null}' >"$T/other.res"
 rec -r "$C/bom.jsonl" -r "$C/crlf.jsonl" -r "$C/blank-lines.jsonl" "$T/other.res"
-is "$(col '"\(.id)=\(.body.messages[0].content)"')" "bom1=hi bom2=hi w1=one w2=two b1=one b2=two " "cases 7-9: retries re-read from the right offsets"
-ok_if "cases 8-9: no BOM and no CR in the output" "$(grep -c "$(printf '\r\|\357\273\277')" "$T/out")" = 0
+is "$(col '"\(.id)=\(.body.messages[0].content)"')" "bom1=hi bom2=hi w1=one w2=two b1=one b2=two " "blank-lines, crlf, bom: retries re-read from the right offsets"
+ok_if "crlf, bom: no BOM and no CR in the output" "$(grep -c "$(printf '\r\|\357\273\277')" "$T/out")" = 0
 gzip -c "$D/expired.requests.jsonl" >"$T/req.jsonl.gz"
 rec -r "$T/req.jsonl.gz" "$C/expired.output.jsonl"
 is "$rc:$(col '"\(.id)=\(.outcome)=\(.body.messages[0].content)"')" "1:x1=done=null x2=retry=two x3=retry=three " ".gz request file: indexed and re-read"
@@ -119,7 +119,7 @@ jq -nc '{custom_id: "sp", meta: ([range(70) | {key: "k\(.)", value: .}] | from_e
 rec -r "$T/spaced.req" "$T/other.res"
 is "$(sed 's/.*"body"://; s/}$//' "$T/out"):$(jqr '.meta | length' "$T/out")" '{"model":"m1","messages" : [ "\u00e9\/" ]}:70' "a retry's body copied byte for byte beside a big meta"
 
-# case 1's file as requests: a duplicate id reported at its line
+# dup-id.jsonl as requests: a duplicate id reported at its line
 rec -r "$C/dup-id.jsonl" "$T/other.res"
 is "$(head -n 1 "$T/err")" "qb-reconcile: $C/dup-id.jsonl:2: duplicate id \"a1\" (first at $C/dup-id.jsonl:1)" "duplicate request id reported at its line"
 is "$rc:$(col '"\(.id)=\(.body.messages[0].content)"')" "1:a1=one " "the first request with the id stands"
@@ -210,7 +210,7 @@ is "$(of x1 '[.status,.error.message,.batch_id,.endpoint]|@tsv')" "missing	Enque
 job "$T/job.o" --arg t "$T" '{batch_id:"batch_o",file:"\($t)/expired.requests.jsonl",status:"failed",ended:true,errors:{object:"list",data:[{code:"invalid_json_line",message:"bad line"}]}}'
 recin "$T/job.o"
 is "$(of x2 .error.code)" invalid_json_line "failed job: errors.data[0] as OpenAI nests it"
-# a batch failed by validation of some of its lines (PROVIDERS.md §1.5):
+# a batch failed by validation of some of its lines (qb-providers(7) OPENAI Errors):
 # the request at each line named is dead with that line's error, the
 # others retry with an error naming the lines; every request once
 vj() { jq -nc --arg f "$(jqr .file "$T/vp.pack")" '{provider:"openai",batch_id:"batch_v",file:$f,status:"failed",ended:true,errors:[{code:"invalid_request",message:"stream is not supported",param:"body.stream",line:2}],results:[]}'; }
@@ -354,23 +354,23 @@ printf '%s\n' '{"batch_id":"b","file":3}' >"$T/job.bad"
 recin "$T/job.bad"
 is "$rc:$(head -n 1 "$T/err")" "1:qb-reconcile: <stdin>:1: job record: \"file\" is not a string or \"results\" not an array" "a bad job record is reported"
 
-# case 12: memory stays flat however large the requests are
+# flat memory: memory stays flat however large the requests are
 awk 'BEGIN { s = sprintf("%4000s", ""); gsub(/ /, "x", s);
 	for (i = 0; i < 20000; i++) printf "{\"custom_id\":\"r%d\",\"method\":\"POST\",\"url\":\"/v1/chat/completions\",\"body\":{\"model\":\"m1\",\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}]}}\n", i, s }' >"$T/big.req"
 awk 'BEGIN { for (i = 19999; i >= 0; i -= 2) printf "{\"custom_id\":\"r%d\",\"response\":{\"status_code\":200,\"body\":{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}},\"error\":null}\n", i }' >"$T/big.res"
 rec -r "$T/big.req" "$T/big.res"
-is "$rc:$(wc -l <"$T/out" | tr -d ' '):$(last)" "1:20000:qb-reconcile: 20000 requests: 10000 done, 10000 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 10000 out 10000" "case 12: 20,000 requests of 4 KB joined"
-is "$(tail -n 1 "$T/out" | jqr '"\(.id) \(.body.messages[0].content | length)"')" "r19998 4000" "case 12: the last retry re-read whole"
+is "$rc:$(wc -l <"$T/out" | tr -d ' '):$(last)" "1:20000:qb-reconcile: 20000 requests: 10000 done, 10000 retry, 0 dead, 0 pending; 0 unknown, 0 duplicate; tokens in 10000 out 10000" "flat memory: 20,000 requests of 4 KB joined"
+is "$(tail -n 1 "$T/out" | jqr '"\(.id) \(.body.messages[0].content | length)"')" "r19998 4000" "flat memory: the last retry re-read whole"
 if [ -x /usr/bin/time ] && ! grep -q __asan_init "$TOP/cmd/qb-reconcile"; then
 	/usr/bin/time -f %M qb-reconcile -q -r "$T/big.req" "$T/big.res" >/dev/null 2>"$T/rss"
 	rss=$(tail -n 1 "$T/rss")
-	ok_if "case 12: at most 24 MB resident for 80 MB of requests (got ${rss} KB)" "$rss" -lt 24576
+	ok_if "flat memory: at most 24 MB resident for 80 MB of requests (got ${rss} KB)" "$rss" -lt 24576
 else
 	skip "no /usr/bin/time, or a sanitizer build"
 fi
 gzip -c "$T/big.req" >"$T/big.req.gz"
 rec -r "$T/big.req.gz" "$T/big.res"
-is "$rc:$(tail -n 1 "$T/out" | jqr '"\(.id) \(.body.messages[0].content | length)"')" "1:r19998 4000" "case 12: a .gz request file re-read from its spool"
+is "$rc:$(tail -n 1 "$T/out" | jqr '"\(.id) \(.body.messages[0].content | length)"')" "1:r19998 4000" "flat memory: a .gz request file re-read from its spool"
 
 # results of qb-submit --sync carry their request: joined to themselves
 printf '%s\n' \
@@ -432,7 +432,7 @@ else
 	done
 fi
 # OpenAI result lines that fail for the account (quota, billing): retry
-# marked account_error, exit 69, as Anthropic's (case 16)
+# marked account_error, exit 69, as Anthropic's (qb-providers(7) HTTP Failure classes)
 rec -r "$D/account.requests.jsonl" "$D/account.openai.jsonl"
 is "$rc:$(col '"\(.id)=\(.outcome)=\(.account_error)"')" "69:a1=retry=true a2=retry=true a3=dead=null " \
     "OpenAI insufficient_quota in a response and in an error line: account errors, retried; a plain 400 dead"

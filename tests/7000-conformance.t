@@ -75,8 +75,9 @@ conform() {
 	is "$(cut -d' ' -f1-3 "$T/$1.reqs")" "$(sed 's/?[^ ]*//' "$T/$1.qb")" \
 	    "$2: Prism saw each request qb logged, with the status qb got"
 	# 406: the spec gives file content as application/json only, and qb,
-	# like the official SDK, asks for application/binary (PROVIDERS.md
-	# §1.2). Prism then cannot pick an answer; the request itself passed.
+	# like the official SDK, asks for application/binary (qb-providers(7)
+	# OPENAI Files). Prism then cannot pick an answer; the request itself
+	# passed.
 	grep ' 406 ' "$T/$1.reqs" | sort -u |
 	    sed 's/^/# note: not acceptable (the spec has application\/json only): /'
 }

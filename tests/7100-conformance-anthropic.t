@@ -97,8 +97,9 @@ conform() {
 	is "$(cut -d' ' -f1-3 "$T/$1.reqs")" "$(sed 's/?[^ ]*//' "$T/$1.qb")" \
 	    "$2: Prism saw each request qb logged, with the status qb got"
 	# 406: the spec gives results as application/x-jsonl only, and qb,
-	# like the official SDK, asks for application/binary (PROVIDERS.md
-	# §2.5). Prism then cannot pick an answer; the request itself passed.
+	# like the official SDK, asks for application/binary (qb-providers(7)
+	# ANTHROPIC Results). Prism then cannot pick an answer; the request
+	# itself passed.
 	# 500: Prism cannot make application/x-jsonl at all.
 	grep -E ' (406|500) ' "$T/$1.reqs" | sort -u |
 	    sed 's/^/# note: Prism cannot answer this (not the request'"'"'s fault): /'

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The whole batch pipeline against the emulator: pack -> submit -> poll
 # -> reconcile, with a request the provider refuses (400), one it fails
-# (500), an expired batch (case 14 end to end), a re-run from cron, and a
+# (500), an expired batch (end to end), a re-run from cron, and a
 # batch failed for the enqueued-token limit whose retries pack into the
 # very same file, which must go again.
 . "$(dirname "$0")/lib.sh"
@@ -61,14 +61,14 @@ printf '{"custom_id":"x%d","method":"POST","url":"/v1/chat/completions","body":{
 mkdir -p "$T/b3" "$T/r3"
 qb-pack -d "$T/b3" "$T/x.jsonl" | qb-submit -q >"$T/sub3"
 qb-poll --wait --interval 0.1 --timeout 60 -d "$T/r3" <"$T/sub3" >"$T/polled3"
-is "$(jqr '[.status, .ended, (.results | length)] | @tsv' "$T/polled3")" "$(printf 'expired\ttrue\t2')" "case 14: expired is terminal, both files downloaded"
+is "$(jqr '[.status, .ended, (.results | length)] | @tsv' "$T/polled3")" "$(printf 'expired\ttrue\t2')" "expired batch: expired is terminal, both files downloaded"
 qb-reconcile -r "$T/x.jsonl" <"$T/polled3" >"$T/out3" 2>/dev/null
-is "$(jqr '"\(.id)=\(.outcome)"' "$T/out3" | sort | tr '\n' ' ')" "x1=done x2=done x3=retry " "case 14: paid results kept, the expired one retried"
+is "$(jqr '"\(.id)=\(.outcome)"' "$T/out3" | sort | tr '\n' ' ')" "x1=done x2=done x3=retry " "expired batch: paid results kept, the expired one retried"
 jqr 'select(.outcome=="retry")' "$T/out3" >"$T/retry3.jsonl"
 mkdir -p "$T/b4"
 qb-pack -d "$T/b4" "$T/retry3.jsonl" >/dev/null
-is "$(cat "$T"/b4/*.jsonl | jqr .custom_id | tr '\n' ' ')" "x3 " "case 14: what finished is never run again"
-is "$(jqr 'select(.outcome=="retry") | .status' "$T/out3")" "expired" "case 14: the retry says why"
+is "$(cat "$T"/b4/*.jsonl | jqr .custom_id | tr '\n' ' ')" "x3 " "expired batch: what finished is never run again"
+is "$(jqr 'select(.outcome=="retry") | .status' "$T/out3")" "expired" "expired batch: the retry says why"
 fake_stop
 
 # token_limit_exceeded: the second file fails, its items come back as

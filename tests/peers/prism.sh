@@ -25,9 +25,9 @@ PRISM_DIR=$PEERS_CACHE/prism
 PRISM_PKG=@stainless-api/prism-cli@5.16.1
 PRISM_YAML_PKG=js-yaml@4.1.0
 PRISM_API=${PRISM_API:-openai}
-# The operations qb uses, or may use (PROVIDERS.md §1.2, §1.4, §1.7).
+# The operations qb uses, or may use (qb-providers(7) OPENAI).
 PRISM_PATHS='/batches,/batches/{batch_id},/batches/{batch_id}/cancel,/files,/files/{file_id},/files/{file_id}/content,/chat/completions,/embeddings,/completions,/responses'
-# The same for Anthropic (PROVIDERS.md §2.2, §2.5); the spec's paths carry /v1.
+# The same for Anthropic (qb-providers(7) ANTHROPIC); the spec's paths carry /v1.
 PRISM_ANTHROPIC_PATHS='/v1/messages,/v1/messages/batches,/v1/messages/batches/{message_batch_id},/v1/messages/batches/{message_batch_id}/cancel,/v1/messages/batches/{message_batch_id}/results'
 
 # _prism_specfile: the spec of PRISM_API, under ../shared

@@ -1,8 +1,8 @@
 /*
  * Unit tests for ratelim.c, on a fake clock: the concurrency window and
  * its AIMD changes, latency as a limit, requests and tokens per sliding
- * minute (case 19), the oversize request, the pause (case 18) and the
- * retry budget.
+ * minute, the oversize request, the pause (a server's wait, held for the
+ * model: qb-providers(7) HTTP Retries) and the retry budget.
  * SPDX-License-Identifier: ISC
  */
 #include <math.h>
@@ -165,7 +165,7 @@ latency(void)
 	answers(rl, 1, 10, 10);
 	TAP_OK(rl_window(rl) == grown(w),
 	    "latency: one 10 s answer among 0.5 s ones is not throttling");
-	/* Everyone slower (a provider queueing us, case 19): cut, once per 2 s. */
+	/* Everyone slower (a provider queueing us): cut, once per 2 s. */
 	w = rl_window(rl);
 	for (i = 0; i < 20 && rl_window(rl) >= w; i++)
 		answers(rl, 1, 4, 20 + i * 0.01);
@@ -272,15 +272,15 @@ case19(double lat, const char *want)
 		len += snprintf(got + len, sizeof(got) - len, "%s%g",
 		    i ? " " : "", t[i]);
 	}
-	snprintf(d, sizeof(d), "case 19, %gs answers: all 12 answered", lat);
+	snprintf(d, sizeof(d), "admission, %gs answers: all 12 answered", lat);
 	TAP_OK(n == 12 && ended == 12, d);
-	snprintf(d, sizeof(d), "case 19, %gs answers: at most 3 in flight",
+	snprintf(d, sizeof(d), "admission, %gs answers: at most 3 in flight",
 	    lat);
 	TAP_OK(maxin == 3, d);
-	snprintf(d, sizeof(d), "case 19, %gs answers: at most 9 in any 60 s",
+	snprintf(d, sizeof(d), "admission, %gs answers: at most 9 in any 60 s",
 	    lat);
 	TAP_OK(maxmin == 9, d);
-	snprintf(d, sizeof(d), "case 19, %gs answers: admitted at %s", lat,
+	snprintf(d, sizeof(d), "admission, %gs answers: admitted at %s", lat,
 	    want);
 	tap_is(got, want, d);
 	rl_free(rl);
