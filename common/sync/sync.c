@@ -8,7 +8,7 @@
  * A failure that may pass (no connection, 408, 409, 429, 5xx) is tried
  * again after a backoff with full jitter, or after the wait the server
  * asks for (retry-after-ms, Retry-After, rate-limit reset headers), which
- * then holds every request to the model (rl_pause; case 18). Retries are
+ * then holds every request to the model (ratelim_pause; case 18). Retries are
  * bounded per item (QB_MAX_RETRIES), per run (a retry budget, so failures
  * never multiply traffic) and by the item's deadline. A request sent
  * whole that got no answer may have been billed: it is tried again only
@@ -84,8 +84,8 @@ start(struct sync *s, struct sync_item *it, double now)
 	it->easy = e;
 	it->started = now;
 	if (it->tries++ == 0)
-		rb_first(&s->rb);
-	rl_take(it->m->rl, it->tokens, now);
+		ratelim_budget_first(&s->rb);
+	ratelim_take(it->m->rl, it->tokens, now);
 	it->m->tokens += (unsigned long long)it->tokens;
 }
 
@@ -119,12 +119,14 @@ admit(struct sync *s, double now, int over)
 				wake = it->not_before;
 			continue;
 		}
-		if ((w = rl_wait(m->rl, it->tokens, now)) == 0) {
+		if ((w = ratelim_wait(m->rl, it->tokens, now)) == 0) {
 			start(s, it, now);
 			continue;
 		}
-		/* Past RL_BUSY, or with a free slot, w is a time to wait at least. */
-		timed = w > RL_BUSY || rl_inflight(m->rl) < (int)rl_window(m->rl);
+		/* Past RATELIM_BUSY, or with a free slot, w is a time to
+		 * wait at least. */
+		timed = w > RATELIM_BUSY ||
+		    ratelim_inflight(m->rl) < (int)ratelim_window(m->rl);
 		if (timed && (w > SYNC_WAIT_MAX ||
 		    (it->deadline > 0 && now + w > it->deadline))) {
 			sync_giveup(s, it, w);
@@ -165,7 +167,7 @@ setup(struct sync *s, const struct sync_opts *o)
 	if ((s->p = provider_find(o->prov != NULL ? o->prov : "openai")) == NULL)
 		qb_die(QB_EX_USAGE, "unknown provider \"%s\"", o->prov);
 	sync_http_init(s);
-	rb_init(&s->rb, 0.1, 10);
+	ratelim_budget_init(&s->rb, 0.1, 10);
 	s->unknown_left = o->unknown_retries;
 	idmap_init(&s->ids);
 	s->g = jout_new();
@@ -190,7 +192,7 @@ teardown(struct sync *s)
 		sync_item_free(it);
 	}
 	for (i = 0; i < s->nmodels; i++) {
-		rl_free(s->models[i]->rl);
+		ratelim_free(s->models[i]->rl);
 		free(s->models[i]->name);
 		free(s->models[i]);
 	}

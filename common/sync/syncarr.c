@@ -283,7 +283,7 @@ sync_arr_pack(struct sync *s, double now, int over)
 			}
 			want = gr->tin < s->o->array_tokens ? gr->tin :
 			    s->o->array_tokens;
-			if (rl_wait(gr->m->rl, want, now) != 0)
+			if (ratelim_wait(gr->m->rl, want, now) != 0)
 				break;	/* more may join while it waits */
 			pack1(s, gr);
 			/* One request a round, unless a full one is waiting. */

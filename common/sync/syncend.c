@@ -1,7 +1,7 @@
 /*
  * syncend.c: how a try of the synchronous engine ended, and what comes of
  * it: a result printed, or another try after a backoff with full jitter
- * or the server's wait, which then holds the whole model (rl_pause). An
+ * or the server's wait, which then holds the whole model (ratelim_pause). An
  * answer decides by its status; no answer after the request went out
  * whole is an unknown outcome: it may have run and been billed (case 20).
  * SPDX-License-Identifier: ISC
@@ -87,7 +87,7 @@ noretry(struct sync *s, struct sync_item *it, int unknown, double wait,
 		    it->tries, s->h.retries);
 	else if (it->deadline > 0 && now + *delay >= it->deadline)
 		snprintf(buf, n, "its deadline passes before another try");
-	else if (!rb_retry(&s->rb))
+	else if (!ratelim_budget_retry(&s->rb))
 		snprintf(buf, n, "the run's retry budget is spent");
 	else
 		return NULL;
@@ -100,7 +100,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 {
 	struct sync_model *m = it->m;
 	struct result r;
-	enum rl_end how;
+	enum ratelim_end how;
 	curl_off_t up = 0;
 	double now = qtime_mono(), wait = -1, delay;
 	char msg[512], why[160], page[208], *w;
@@ -155,13 +155,13 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 	if (it->rid[0] != '\0')
 		r.request_id = it->rid;
 	if (!answered || unknown)
-		how = RL_FAILED;
+		how = RATELIM_FAILED;
 	else if (it->status == 429 || it->status == 503 || it->status == 529)
-		how = RL_LIMITED;
+		how = RATELIM_LIMITED;
 	else
-		how = it->status >= 500 ? RL_FAILED : RL_OK;
+		how = it->status >= 500 ? RATELIM_FAILED : RATELIM_OK;
 	/* Only a 2xx tells how fast the model answers (ratelim.h). */
-	rl_done(m->rl, how, how == RL_OK && it->status >= 200 &&
+	ratelim_done(m->rl, how, how == RATELIM_OK && it->status >= 200 &&
 	    it->status <= 299 ? now - it->started : -1, now);
 
 	if (answered && !unknown && r.status == RESULT_SUCCEEDED) {
@@ -189,7 +189,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 			wait = sync_reset_wait(it);
 		/* The server's word holds for every request to the model. */
 		if (wait >= 0 && result_http_outcome(it->status) == OUTCOME_RETRY)
-			rl_pause(m->rl, now + wait);
+			ratelim_pause(m->rl, now + wait);
 	}
 	if (answered && !unknown)
 		snprintf(msg, sizeof(msg), "HTTP %ld%s%.300s", it->status,

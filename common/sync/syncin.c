@@ -275,7 +275,7 @@ model(struct sync *s, const char *name)
 	s->models = xreallocarray(s->models, s->nmodels + 1, sizeof(*s->models));
 	m = s->models[s->nmodels++] = xcalloc(1, sizeof(*m));
 	m->name = xstrdup(name);
-	m->rl = rl_new(s->o->concurrency, s->o->rpm, s->o->tpm);
+	m->rl = ratelim_new(s->o->concurrency, s->o->rpm, s->o->tpm);
 	return m;
 }
 

@@ -140,7 +140,7 @@ struct sync {
 	struct sync_list wait;		/* for admission or a retry */
 	struct sync_list fly;		/* in flight */
 	unsigned long	 round;
-	struct rbudget	 rb;
+	struct ratelim_budget	 rb;
 	int		 unknown_left;	/* --unknown-retries not yet spent */
 	struct idmap	 ids;		/* every id read: duplicates refused */
 	struct jscan scan;		/* of item lines */

@@ -131,10 +131,10 @@ sync_metrics(struct sync *s)
 			fputs("} ", af.fp);
 			switch (k) {
 			case 0:
-				fprintf(af.fp, "%d\n", rl_inflight(m->rl));
+				fprintf(af.fp, "%d\n", ratelim_inflight(m->rl));
 				break;
 			case 1:
-				fprintf(af.fp, "%g\n", rl_window(m->rl));
+				fprintf(af.fp, "%g\n", ratelim_window(m->rl));
 				break;
 			case 2:
 				fprintf(af.fp, "%llu\n", m->tokens);
