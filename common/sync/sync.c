@@ -27,58 +27,28 @@
 #include "base/msg.h"
 #include "base/qtime.h"
 #include "json/jout.h"
+#include "provider/provider.h"
+#include "sync/sync.h"
+#include "sync/syncarr.h"
+#include "sync/syncend.h"
+#include "sync/synchttp.h"
+#include "sync/syncin.h"
 #include "sync/syncint.h"
+#include "sync/syncitem.h"
+#include "sync/syncout.h"
 
 #define LOOKAHEAD	256	/* items waiting in the engine at most */
 #define METRICS_EVERY	10.0	/* s */
 #define PROGRESS_EVERY	5.0	/* s */
-
-void
-sync_list_del(struct sync_list *l, struct sync_item *it)
-{
-	if (it->prev != NULL)
-		it->prev->next = it->next;
-	else
-		l->head = it->next;
-	if (it->next != NULL)
-		it->next->prev = it->prev;
-	else
-		l->tail = it->prev;
-	it->prev = it->next = NULL;
-	l->n--;
-}
-
-void
-sync_list_add(struct sync_list *l, struct sync_item *it, int front)
-{
-	if (front) {
-		it->prev = NULL;
-		it->next = l->head;
-		if (l->head != NULL)
-			l->head->prev = it;
-		else
-			l->tail = it;
-		l->head = it;
-	} else {
-		it->next = NULL;
-		it->prev = l->tail;
-		if (l->tail != NULL)
-			l->tail->next = it;
-		else
-			l->head = it;
-		l->tail = it;
-	}
-	l->n++;
-}
 
 static void
 start(struct sync *s, struct sync_item *it, double now)
 {
 	CURL *e;
 
-	sync_list_del(&s->wait, it);
-	sync_list_add(&s->fly, it, 0);
-	e = sync_easy(s, it);
+	syncitem_del(&s->wait, it);
+	syncitem_add(&s->fly, it, 0);
+	e = synchttp_easy(s, it);
 	if (curl_multi_add_handle(s->multi, e) != CURLM_OK)
 		qb_die(QB_EX_SOFTWARE, "cannot add a transfer to libcurl");
 	it->easy = e;
@@ -104,12 +74,12 @@ admit(struct sync *s, double now, int over)
 
 	s->round++;
 	if (s->ngroups > 0)
-		wake = sync_arr_pack(s, now, over);
+		wake = syncarr_pack(s, now, over);
 	for (it = s->wait.head; it != NULL && !s->stop; it = next) {
 		next = it->next;
 		m = it->m;
 		if (it->deadline > 0 && now >= it->deadline) {
-			sync_giveup(s, it, 0);
+			syncend_giveup(s, it, 0);
 			continue;
 		}
 		if (m->round == s->round)
@@ -129,7 +99,7 @@ admit(struct sync *s, double now, int over)
 		    ratelim_inflight(m->rl) < (int)ratelim_window(m->rl);
 		if (timed && (w > SYNC_WAIT_MAX ||
 		    (it->deadline > 0 && now + w > it->deadline))) {
-			sync_giveup(s, it, w);
+			syncend_giveup(s, it, w);
 			continue;
 		}
 		m->round = s->round;
@@ -153,7 +123,7 @@ reap(struct sync *s)
 			continue;
 		cc = msg->data.result;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&it);
-		sync_done(s, it, cc);
+		syncend_done(s, it, cc);
 		n++;
 	}
 	return n;
@@ -166,7 +136,7 @@ setup(struct sync *s, const struct sync_opts *o)
 	s->o = o;
 	if ((s->p = provider_find(o->prov != NULL ? o->prov : "openai")) == NULL)
 		qb_die(QB_EX_USAGE, "unknown provider \"%s\"", o->prov);
-	sync_http_init(s);
+	synchttp_init(s);
 	ratelim_budget_init(&s->rb, 0.1, 10);
 	s->unknown_left = o->unknown_retries;
 	idmap_init(&s->ids);
@@ -181,24 +151,24 @@ teardown(struct sync *s)
 	size_t i;
 
 	while ((it = s->wait.head) != NULL) {
-		sync_list_del(&s->wait, it);
-		sync_item_free(it);
+		syncitem_del(&s->wait, it);
+		syncitem_free(it);
 	}
 	/* Transfers in flight when standard output failed are dropped. */
 	while ((it = s->fly.head) != NULL) {
-		sync_list_del(&s->fly, it);
+		syncitem_del(&s->fly, it);
 		curl_multi_remove_handle(s->multi, it->easy);
 		curl_easy_cleanup(it->easy);
-		sync_item_free(it);
+		syncitem_free(it);
 	}
 	for (i = 0; i < s->nmodels; i++) {
 		ratelim_free(s->models[i]->rl);
 		free(s->models[i]->name);
 		free(s->models[i]);
 	}
-	sync_arr_free(s);
+	syncarr_free(s);
 	free(s->models);
-	sync_http_free(s);
+	synchttp_free(s);
 	idmap_free(&s->ids);
 	buf_free(&s->scan.strs);
 	result_parser_free(&s->rp);
@@ -222,11 +192,11 @@ sync_run(const struct sync_opts *o, char **files)
 	s.scan.deep = deep;
 	/* A closed pipe is a write error (74), not a silent death. */
 	signal(SIGPIPE, SIG_IGN);
-	sync_in_start(&s, files);
+	syncin_start(&s, files);
 	s.next_metrics = s.next_progress = qtime_mono();
 	for (;;) {
 		if (!s.stop && !over)
-			over = sync_in_take(&s, s.wait.n + s.npool < lim ?
+			over = syncin_take(&s, s.wait.n + s.npool < lim ?
 			    lim - s.wait.n - s.npool : 0) || s.halt;
 		now = qtime_mono();
 		wake = s.stop ? now + 1 : admit(&s, now, over);
@@ -238,7 +208,7 @@ sync_run(const struct sync_opts *o, char **files)
 			break;
 		now = qtime_mono();
 		if (o->metrics != NULL && now >= s.next_metrics) {
-			sync_metrics(&s);
+			syncout_metrics(&s);
 			s.next_metrics = now + METRICS_EVERY;
 		}
 		if (s.tty && qb_verbose >= 0 && now >= s.next_progress) {
@@ -258,8 +228,8 @@ sync_run(const struct sync_opts *o, char **files)
 	for (it = s.fly.head; it != NULL; it = it->next)
 		s.nuntried += it->parts == NULL;
 	if (o->metrics != NULL)
-		sync_metrics(&s);
-	sync_summary(&s);
+		syncout_metrics(&s);
+	syncout_summary(&s);
 	if (s.stop)
 		rc = s.stop;
 	else if (s.halt)
@@ -273,7 +243,7 @@ sync_run(const struct sync_opts *o, char **files)
 	else
 		rc = s.nfail > 0 || s.nbad > 0 ? QB_EX_PARTIAL : QB_EX_OK;
 	/* Names of inputs are in messages until here. */
-	sync_in_stop(&s);
+	syncin_stop(&s);
 	teardown(&s);
 	return rc;
 }

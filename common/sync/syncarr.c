@@ -22,7 +22,10 @@
 #include "base/xmem.h"
 #include "json/jout.h"
 #include "json/jtree.h"
+#include "sync/syncarr.h"
 #include "sync/syncint.h"
+#include "sync/syncitem.h"
+#include "sync/syncout.h"
 
 #define LINGER	0.05	/* s an input may wait for company */
 
@@ -87,7 +90,7 @@ addel(struct sync_item *it, yajl_val v, size_t *cap)
 }
 
 int
-sync_arr_take(struct sync *s, struct sync_item *it)
+syncarr_take(struct sync *s, struct sync_item *it)
 {
 	static const char *const skip[] = { "input", NULL };
 	struct sync_group *gr = NULL;
@@ -161,7 +164,7 @@ sync_arr_take(struct sync *s, struct sync_item *it)
 		gr->nin++;
 		gr->tin += it->el[i].tokens;
 	}
-	sync_list_add(&gr->pend, it, 0);
+	syncitem_add(&gr->pend, it, 0);
 	s->npool++;
 	s->nopen++;
 	return 1;
@@ -216,7 +219,7 @@ mkreq(struct sync *s, struct sync_group *gr, const struct sync_part *p,
 	r->parts = xreallocarray(NULL, n, sizeof(*r->parts));
 	memcpy(r->parts, p, n * sizeof(*p));
 	r->nparts = n;
-	sync_list_add(&s->wait, r, front);
+	syncitem_add(&s->wait, r, front);
 	s->narrays++;
 	return r;
 }
@@ -252,7 +255,7 @@ pack1(struct sync *s, struct sync_group *gr)
 		gr->tin -= it->el[it->packed].tokens;
 		n++;
 		if (++it->packed == it->nel) {
-			sync_list_del(&gr->pend, it);
+			syncitem_del(&gr->pend, it);
 			s->npool--;
 		}
 	}
@@ -261,7 +264,7 @@ pack1(struct sync *s, struct sync_group *gr)
 }
 
 double
-sync_arr_pack(struct sync *s, double now, int over)
+syncarr_pack(struct sync *s, double now, int over)
 {
 	struct sync_group *gr;
 	double wake = now + 1;
@@ -299,56 +302,6 @@ static char *
 dupn(const char *p)
 {
 	return p != NULL ? xstrdup(p) : NULL;
-}
-
-/* A copy of r that owns its strings. */
-static struct result *
-rdup(const struct result *r)
-{
-	struct result *c = xmalloc(sizeof(*c));
-
-	*c = *r;
-	c->text = NULL;
-	c->resp_off = c->resp_len = c->err_off = c->err_len = 0;
-	c->det_off = c->det_len = 0;
-	c->id = c->batch_id = c->model = NULL;
-	c->etype = dupn(r->etype);
-	c->ecode = dupn(r->ecode);
-	c->emsg = dupn(r->emsg);
-	c->eparam = dupn(r->eparam);
-	c->request_id = dupn(r->request_id);
-	return c;
-}
-
-static void
-rfree(struct result *r)
-{
-	if (r == NULL)
-		return;
-	free((char *)r->etype);
-	free((char *)r->ecode);
-	free((char *)r->emsg);
-	free((char *)r->eparam);
-	free((char *)r->request_id);
-	free(r);
-}
-
-void
-sync_arr_itemfree(struct sync_item *it)
-{
-	size_t i;
-
-	for (i = 0; i < it->nel; i++) {
-		free(it->el[i].raw);
-		free(it->el[i].vec);
-	}
-	free(it->el);
-	rfree(it->fail);
-	rfree(it->dead);
-	free(it->say);
-	free(it->aobj);
-	free(it->amodel);
-	free(it->parts);
 }
 
 /* "input[k]" of the request in s, as "input[i]" of the item. */
@@ -389,7 +342,7 @@ finish(struct sync *s, struct sync_item *it, const char *rid)
 	s->nopen--;
 	if (it->fail != NULL && it->dead == NULL) {
 		r = *it->fail;
-		sync_settle(s, it, &r, it->say);
+		syncout_settle(s, it, &r, it->say);
 		return;
 	}
 	g = jout_new();
@@ -433,7 +386,7 @@ finish(struct sync *s, struct sync_item *it, const char *rid)
 	r.in_tok = use;
 	r.out_tok = 0;
 	r.request_id = it->dead != NULL ? it->dead->request_id : rid;
-	sync_settle(s, it, &r, it->dead != NULL ? it->say : NULL);
+	syncout_settle(s, it, &r, it->dead != NULL ? it->say : NULL);
 	free(txt);
 	buf_free(&resp);
 }
@@ -508,11 +461,11 @@ answer(struct sync *s, struct sync_item *req, const struct result *r)
 			endel(s, p, SYNC_E_OK, rid);
 			continue;
 		}
-		sync_noanswer(&f, RESULT_ERRORED, "api_error", "missing_result",
+		syncout_noanswer(&f, RESULT_ERRORED, "api_error", "missing_result",
 		    "the answer holds no vector for this input");
 		f.http_status = r->http_status;
 		if (p->own->fail == NULL) {
-			p->own->fail = rdup(&f);
+			p->own->fail = syncitem_keep(&f);
 			p->own->say = xstrdup(f.emsg);
 		}
 		endel(s, p, SYNC_E_FAIL, rid);
@@ -524,7 +477,7 @@ answer(struct sync *s, struct sync_item *req, const struct result *r)
 }
 
 void
-sync_arr_end(struct sync *s, struct sync_item *req, const struct result *r,
+syncarr_end(struct sync *s, struct sync_item *req, const struct result *r,
     const char *say)
 {
 	struct sync_part *p;
@@ -550,7 +503,7 @@ sync_arr_end(struct sync *s, struct sync_item *req, const struct result *r,
 		/* One input, still refused: it is dead (case 22). */
 		p = &req->parts[0];
 		if (p->own->dead == NULL) {
-			c = rdup(r);
+			c = syncitem_keep(r);
 			c->status = RESULT_ERRORED;
 			c->outcome = OUTCOME_DEAD;
 			if (r->eparam != NULL) {
@@ -574,7 +527,7 @@ sync_arr_end(struct sync *s, struct sync_item *req, const struct result *r,
 	for (k = 0; k < req->nparts; k++) {
 		p = &req->parts[k];
 		if (p->own->fail == NULL) {
-			p->own->fail = rdup(r);
+			p->own->fail = syncitem_keep(r);
 			p->own->say = say != NULL ? xstrdup(say) : NULL;
 		}
 		endel(s, p, SYNC_E_FAIL, r->request_id);
@@ -582,15 +535,15 @@ sync_arr_end(struct sync *s, struct sync_item *req, const struct result *r,
 }
 
 void
-sync_arr_free(struct sync *s)
+syncarr_free(struct sync *s)
 {
 	struct sync_item *it;
 	size_t i;
 
 	for (i = 0; i < s->ngroups; i++) {
 		while ((it = s->groups[i]->pend.head) != NULL) {
-			sync_list_del(&s->groups[i]->pend, it);
-			sync_item_free(it);
+			syncitem_del(&s->groups[i]->pend, it);
+			syncitem_free(it);
 		}
 		free(s->groups[i]->url);
 		free(s->groups[i]->other);

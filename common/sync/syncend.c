@@ -16,55 +16,46 @@
 #include "base/msg.h"
 #include "base/qtime.h"
 #include "base/redact.h"
+#include "sync/syncarr.h"
+#include "sync/syncend.h"
+#include "sync/synchttp.h"
 #include "sync/syncint.h"
+#include "sync/syncitem.h"
+#include "sync/syncout.h"
 
-void
-sync_settle(struct sync *s, struct sync_item *it, const struct result *r,
+/* Print its result (an array request: its items'), and let it go. */
+static void
+settle(struct sync *s, struct sync_item *it, const struct result *r,
     const char *say)
 {
 	if (it->parts != NULL) {
-		sync_arr_end(s, it, r, say);
-		sync_item_free(it);
-		return;
-	}
-	if (r->status == RESULT_SUCCEEDED && r->outcome == OUTCOME_DONE)
-		s->nok++;
-	else if (r->outcome == OUTCOME_RETRY)
-		s->nlater++;
-	else
-		s->nfail++;
-	if (say != NULL)
-		qb_lwarn(it->file, it->lineno, "id \"%s\": %s", it->id, say);
-	else
-		qb_note(1, "id \"%s\": %s %ld in %d tr%s", it->id,
-		    result_status_word(r->status), (long)r->http_status,
-		    it->tries, it->tries == 1 ? "y" : "ies");
-	if (sync_put(s, it, r) == -1)
-		s->stop = QB_EX_IOERR;
-	sync_item_free(it);
+		syncarr_end(s, it, r, say);
+		syncitem_free(it);
+	} else
+		syncout_settle(s, it, r, say);
 }
 
 /* It is given up before a try: its deadline, or a wait over the cap. */
 void
-sync_giveup(struct sync *s, struct sync_item *it, double wait)
+syncend_giveup(struct sync *s, struct sync_item *it, double wait)
 {
 	struct result r;
 	char msg[160];
 
-	sync_list_del(&s->wait, it);
+	syncitem_del(&s->wait, it);
 	if (wait > SYNC_WAIT_MAX) {
 		snprintf(msg, sizeof(msg), "not sent: model %s is held %.0f s, "
 		    "past the %.0f s qb waits", it->m->name, wait, SYNC_WAIT_MAX);
-		sync_noanswer(&r, RESULT_ERRORED, "rate_limit_error",
+		syncout_noanswer(&r, RESULT_ERRORED, "rate_limit_error",
 		    "rate_limit_exceeded", msg);
 	} else {
 		snprintf(msg, sizeof(msg), "not sent%s: its deadline (%g s) "
 		    "passes first", it->tries > 0 ? " again" : "",
 		    s->o->deadline);
-		sync_noanswer(&r, RESULT_EXPIRED, "timeout_error",
+		syncout_noanswer(&r, RESULT_EXPIRED, "timeout_error",
 		    "deadline_exceeded", msg);
 	}
-	sync_settle(s, it, &r, msg);
+	settle(s, it, &r, msg);
 }
 
 /*
@@ -96,7 +87,7 @@ noretry(struct sync *s, struct sync_item *it, int unknown, double wait,
 
 /* A transfer ended with libcurl result cc. */
 void
-sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
+syncend_done(struct sync *s, struct sync_item *it, CURLcode cc)
 {
 	struct sync_model *m = it->m;
 	struct result r;
@@ -111,11 +102,11 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 	curl_multi_remove_handle(s->multi, it->easy);
 	curl_easy_cleanup(it->easy);
 	it->easy = NULL;
-	sync_list_del(&s->fly, it);
-	sync_scrub(s, &it->resp);
+	syncitem_del(&s->fly, it);
+	synchttp_scrub(s, &it->resp);
 	/* An answer, then a broken connection: the answer speaks. */
 	answered = it->status >= 100 && (cc == CURLE_OK || it->status >= 400);
-	sync_count(m, answered ? it->status : 0);
+	syncout_count(m, answered ? it->status : 0);
 	json = answered && !it->big && result_answer(&s->rp, it->resp.p,
 	    it->resp.len, it->status, &r) == 0;
 	if (!answered) {
@@ -128,7 +119,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 		redact_str(msg, sizeof(msg));	/* the URL's userinfo */
 		code = unknown ? "outcome_unknown" : cc ==
 		    CURLE_OPERATION_TIMEDOUT ? "timeout" : "connection_failed";
-		sync_noanswer(&r, RESULT_ERRORED, "connection_error", code, msg);
+		syncout_noanswer(&r, RESULT_ERRORED, "connection_error", code, msg);
 	} else if (!json && it->status >= 200 && it->status <= 299) {
 		unknown = 1;
 		snprintf(msg, sizeof(msg), "POST %s: HTTP %ld with %s; it may "
@@ -136,7 +127,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 		    "an answer too large to keep" : "an answer that is not a "
 		    "JSON object");
 		redact_str(msg, sizeof(msg));
-		sync_noanswer(&r, RESULT_ERRORED, "api_error",
+		syncout_noanswer(&r, RESULT_ERRORED, "api_error",
 		    "outcome_unknown", msg);
 	} else if (!json) {
 		/* An error page (a proxy's HTML): its start says what. */
@@ -165,7 +156,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 	    it->status <= 299 ? now - it->started : -1, now);
 
 	if (answered && !unknown && r.status == RESULT_SUCCEEDED) {
-		sync_settle(s, it, &r, NULL);
+		settle(s, it, &r, NULL);
 		return;
 	}
 	if (answered && !unknown && r.account) {
@@ -177,7 +168,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 			    "account-level refusal", it->status, r.emsg ? ": " :
 			    "", r.emsg ? r.emsg : "", it->id);
 		}
-		sync_settle(s, it, &r, NULL);
+		settle(s, it, &r, NULL);
 		return;
 	}
 	retry = !answered || unknown || r.outcome == OUTCOME_RETRY;
@@ -186,7 +177,7 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 	if (answered && !unknown) {
 		wait = http_retry_after(it->ra_ms, it->ra, time(NULL));
 		if (wait < 0 && it->status == 429)
-			wait = sync_reset_wait(it);
+			wait = synchttp_reset_wait(it);
 		/* The server's word holds for every request to the model. */
 		if (wait >= 0 && result_http_outcome(it->status) == OUTCOME_RETRY)
 			ratelim_pause(m->rl, now + wait);
@@ -211,11 +202,11 @@ sync_done(struct sync *s, struct sync_item *it, CURLcode cc)
 		qb_note(1, "id \"%s\": %s; try %d in %.2f s%s", it->id, msg,
 		    it->tries + 1, delay, wait >= 0 ? " (the server's wait, "
 		    "for the whole model)" : "");
-		sync_list_add(&s->wait, it, 1);
+		syncitem_add(&s->wait, it, 1);
 		return;
 	}
 	w = msg + strlen(msg);
 	if (why[0] != '\0')
 		snprintf(w, sizeof(msg) - (size_t)(w - msg), "; %s", why);
-	sync_settle(s, it, &r, msg);
+	settle(s, it, &r, msg);
 }

@@ -17,6 +17,8 @@
 #include "base/exits.h"
 #include "base/msg.h"
 #include "base/rfc3339.h"
+#include "provider/provider.h"
+#include "sync/synchttp.h"
 #include "sync/syncint.h"
 
 #ifndef QB_VERSION
@@ -27,7 +29,7 @@
 #define BODY_MAX	((size_t)64 << 20)	/* largest answer kept */
 
 void
-sync_header(struct sync_item *it, const char *p, size_t len)
+synchttp_header(struct sync_item *it, const char *p, size_t len)
 {
 	/* reset[0..1]: requests, tokens; left[0..1] their "remaining". */
 	static const struct { const char *name; int slot; } want[] = {
@@ -87,7 +89,7 @@ sync_header(struct sync_item *it, const char *p, size_t len)
 static size_t
 on_header(char *p, size_t size, size_t nmemb, void *arg)
 {
-	sync_header(arg, p, size * nmemb);
+	synchttp_header(arg, p, size * nmemb);
 	return size * nmemb;
 }
 
@@ -143,7 +145,7 @@ godur(const char *s)
  * says so. OpenAI gives durations, Anthropic RFC 3339 times.
  */
 double
-sync_reset_wait(const struct sync_item *it)
+synchttp_reset_wait(const struct sync_item *it)
 {
 	double w = -1, v;
 	long long t;
@@ -164,7 +166,7 @@ sync_reset_wait(const struct sync_item *it)
 
 /* Put the key nobody may see out of an answer: "[key]" instead. */
 void
-sync_scrub(const struct sync *s, struct buf *b)
+synchttp_scrub(const struct sync *s, struct buf *b)
 {
 	struct buf o = BUF_INIT;
 	const char *p, *q;
@@ -185,7 +187,7 @@ sync_scrub(const struct sync *s, struct buf *b)
 }
 
 CURL *
-sync_easy(struct sync *s, struct sync_item *it)
+synchttp_easy(struct sync *s, struct sync_item *it)
 {
 	CURL *e;
 
@@ -228,7 +230,7 @@ sync_easy(struct sync *s, struct sync_item *it)
 }
 
 void
-sync_http_init(struct sync *s)
+synchttp_init(struct sync *s)
 {
 	const struct sync_opts *o = s->o;
 	struct curl_slist *l;
@@ -258,7 +260,7 @@ sync_http_init(struct sync *s)
 }
 
 void
-sync_http_free(struct sync *s)
+synchttp_free(struct sync *s)
 {
 	struct curl_slist *l;
 

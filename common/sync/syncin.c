@@ -8,6 +8,7 @@
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +22,48 @@
 #include "base/xmem.h"
 #include "json/jsonl.h"
 #include "record/item.h"
+#include "provider/provider.h"
+#include "sync/syncarr.h"
+#include "sync/syncin.h"
 #include "sync/syncint.h"
+#include "sync/syncitem.h"
 
 /* The queue holds at most this many lines, or bytes (one line at least). */
 #define QLINES	256
 #define QBYTES	((size_t)64 << 20)
+
+/* A line, or news, from the input thread. */
+struct sync_line {
+	struct sync_line *next;
+	int		 kind;		/* SYNC_L_* */
+	char		*p;		/* the line; owned */
+	size_t		 len;
+	const char	*file;		/* not owned: in.names */
+	unsigned long	 lineno;
+	double		 at;		/* qtime_mono() when read */
+	int		 err;		/* errno of SYNC_L_NOINPUT */
+};
+
+enum { SYNC_L_LINE, SYNC_L_BAD, SYNC_L_NOINPUT, SYNC_L_IOERR };
+
+/* The input thread and the queue it fills. */
+struct sync_in {
+	pthread_t	 th;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 room;		/* signalled when lines are taken */
+	struct sync_line *head, *tail;
+	size_t		 n, bytes;
+	int		 eof;		/* every input read: no more lines */
+	int		 quit;		/* the engine asks the thread to end */
+	int		 inpush;	/* the thread waits for room: it can end */
+	int		 mayblock;	/* an input is not a regular file */
+	char		**files;
+	char		**names;	/* as messages name them; owned */
+	size_t		 nnames;
+	CURLM		*multi;		/* woken when a line comes */
+};
+
+static struct sync_item *mkitem(struct sync *s, struct sync_line *l);
 
 /*
  * Queue a line (p NULL: none) or news for the engine, waiting for room.
@@ -111,7 +149,7 @@ reader(void *arg)
 }
 
 void
-sync_in_start(struct sync *s, char **files)
+syncin_start(struct sync *s, char **files)
 {
 	struct sync_in *in;
 	struct stat st;
@@ -134,7 +172,7 @@ sync_in_start(struct sync *s, char **files)
 }
 
 int
-sync_in_stop(struct sync *s)
+syncin_stop(struct sync *s)
 {
 	struct sync_in *in = s->in;
 	struct sync_line *l;
@@ -172,7 +210,7 @@ sync_in_stop(struct sync *s)
 }
 
 int
-sync_in_take(struct sync *s, size_t room)
+syncin_take(struct sync *s, size_t room)
 {
 	struct sync_in *in = s->in;
 	struct sync_line *l, *got = NULL;
@@ -202,9 +240,9 @@ sync_in_take(struct sync *s, size_t room)
 			l->kind = -1;	/* after the line --strict stopped at */
 		switch (l->kind) {
 		case SYNC_L_LINE:
-			if ((it = sync_item_new(s, l)) != NULL &&
-			    !sync_arr_take(s, it))
-				sync_list_add(&s->wait, it, 0);
+			if ((it = mkitem(s, l)) != NULL &&
+			    !syncarr_take(s, it))
+				syncitem_add(&s->wait, it, 0);
 			break;
 		case SYNC_L_BAD:	/* reported by the reader */
 			s->nbad++;
@@ -226,19 +264,6 @@ sync_in_take(struct sync *s, size_t room)
 		free(l);
 	}
 	return over;
-}
-
-void
-sync_item_free(struct sync_item *it)
-{
-	if (it == NULL)
-		return;
-	free(it->line);
-	free(it->id);
-	free(it->url);
-	sync_arr_itemfree(it);
-	buf_free(&it->resp);
-	free(it);
 }
 
 static struct sync_item *
@@ -297,8 +322,9 @@ url(const struct sync *s, const char *endpoint)
 	return b.p;
 }
 
-struct sync_item *
-sync_item_new(struct sync *s, struct sync_line *l)
+/* Check one line and make it an item, or report it; NULL then. */
+static struct sync_item *
+mkitem(struct sync *s, struct sync_line *l)
 {
 	struct jscan *sc = &s->scan;
 	struct sync_item *it;

@@ -1,10 +1,11 @@
 /*
  * ratelim.c: libFuzzer harness for the rate-limit headers and what comes
  * of them. Each input line is a header line "name: value", taken by the
- * synchronous engine's own reader (sync_header); then the waits they ask for (http_retry_after,
- * sync_reset_wait, rfc3339_parse) drive a limiter through ratelim_pause,
- * ratelim_wait, ratelim_take and ratelim_done as the engine would. Waits
- * are never negative but for -1; the limiter's are never negative at all.
+ * synchronous engine's own reader (synchttp_header); then the waits they
+ * ask for (http_retry_after, synchttp_reset_wait, rfc3339_parse) drive a
+ * limiter through ratelim_pause, ratelim_wait, ratelim_take and
+ * ratelim_done as the engine would. Waits are never negative but for -1;
+ * the limiter's are never negative at all.
  * SPDX-License-Identifier: ISC
  */
 #include <math.h>
@@ -14,6 +15,7 @@
 #include "fuzz.h"
 #include "http/http.h"
 #include "sync/ratelim.h"
+#include "sync/synchttp.h"
 #include "sync/syncint.h"
 
 #define NOW	1700000000	/* a fixed wall clock for HTTP-dates */
@@ -40,13 +42,13 @@ header(const char *p, size_t len, void *arg)
 		rfc3339_parse(val, &t);
 	}
 	/* The engine's own header reader, status lines and all. */
-	sync_header(it, p, len);
+	synchttp_header(it, p, len);
 	/* An answer ends with each line: what the engine does then. */
 	w = http_retry_after(it->ra_ms, it->ra, NOW);
 	if (w < 0 && w != -1)
 		abort();
 	if (w < 0) {
-		w = sync_reset_wait(it);
+		w = synchttp_reset_wait(it);
 		if (w < 0 && w != -1)
 			abort();
 	}
