@@ -191,8 +191,10 @@ synchttp_easy(struct sync *s, struct sync_item *it)
 {
 	CURL *e;
 
-	if ((e = curl_easy_init()) == NULL)
-		qb_die(QB_EX_OSERR, "cannot make a libcurl handle");
+	if ((e = curl_easy_init()) == NULL) {
+		qb_fail(QB_EX_OSERR, "cannot make a libcurl handle");
+		return NULL;
+	}
 	buf_reset(&it->resp);
 	it->big = 0;
 	it->status = 0;
@@ -229,7 +231,19 @@ synchttp_easy(struct sync *s, struct sync_item *it)
 	return e;
 }
 
-void
+/* Add h to the headers every request carries. */
+static void
+hdr(struct sync *s, const char *h)
+{
+	struct curl_slist *l;
+
+	/* On failure libcurl leaves the list as it was: nothing is lost. */
+	if ((l = curl_slist_append(s->hdrs, h)) == NULL)
+		qb_oom(0);
+	s->hdrs = l;
+}
+
+int
 synchttp_init(struct sync *s)
 {
 	const struct sync_opts *o = s->o;
@@ -241,22 +255,22 @@ synchttp_init(struct sync *s)
 	v = getenv("QB_HTTP_TIMEOUT");
 	s->timeout = v != NULL && *v != '\0' ? s->h.json_timeout : TIMEOUT;
 	for (l = s->h.hdrs; l != NULL; l = l->next)
-		s->hdrs = curl_slist_append(s->hdrs, l->data);
-	s->hdrs = curl_slist_append(s->hdrs, "Content-Type: application/json");
-	s->hdrs = curl_slist_append(s->hdrs, "Accept: application/json");
+		hdr(s, l->data);
+	hdr(s, "Content-Type: application/json");
+	hdr(s, "Accept: application/json");
 	/* No "Expect: 100-continue" round trip before the body. */
-	if ((s->hdrs = curl_slist_append(s->hdrs, "Expect:")) == NULL)
-		qb_die(QB_EX_OSERR, "out of memory");
+	hdr(s, "Expect:");
 	/* Azure's dated API wants its version on every request (azure.c). */
 	if (strcmp(s->p->name, "azure") == 0 &&
 	    (v = getenv("AZURE_OPENAI_API_VERSION")) != NULL && *v != '\0')
 		snprintf(s->query, sizeof(s->query), "?api-version=%.64s", v);
 	if ((s->multi = curl_multi_init()) == NULL)
-		qb_die(QB_EX_OSERR, "cannot initialise libcurl");
+		return qb_fail(QB_EX_OSERR, "cannot initialise libcurl");
 	/* One connection per host carries many requests where HTTP/2 can. */
 	curl_multi_setopt(s->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
 	curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS,
 	    (long)(o->concurrency > 8 ? o->concurrency + 4 : 12));
+	return 0;
 }
 
 void
@@ -264,7 +278,8 @@ synchttp_free(struct sync *s)
 {
 	struct curl_slist *l;
 
-	curl_multi_cleanup(s->multi);
+	if (s->multi != NULL)
+		curl_multi_cleanup(s->multi);
 	/* The key is in there: wipe it before it goes. */
 	for (l = s->hdrs; l != NULL; l = l->next)
 		memset(l->data, 0, strlen(l->data));

@@ -18,13 +18,16 @@ struct sync_item;
 /*
  * Open s->p for the run (provider_open: base URL, key, timeouts,
  * retries), make the headers every request carries and the multi
- * handle; synchttp_free undoes it.
+ * handle. Returns 0, or QB_EX_OSERR (reported) when libcurl cannot
+ * start; synchttp_free undoes what was done either way. (A bad key or
+ * base URL still ends the process in provider_open, with QB_EX_CONFIG.)
  */
-void synchttp_init(struct sync *s);
+int synchttp_init(struct sync *s);
 void synchttp_free(struct sync *s);
 
 /* A handle for a try of it: its body, headers and callbacks set, its
- * answer's fields cleared. */
+ * answer's fields cleared. NULL (reported, QB_EX_OSERR) if libcurl cannot
+ * make one. */
 CURL *synchttp_easy(struct sync *s, struct sync_item *it);
 
 /*

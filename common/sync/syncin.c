@@ -148,14 +148,15 @@ reader(void *arg)
 	return NULL;
 }
 
-void
+int
 syncin_start(struct sync *s, char **files)
 {
 	struct sync_in *in;
 	struct stat st;
 	size_t n;
+	int mu = 0, room = 0;
 
-	in = s->in = xcalloc(1, sizeof(*in));
+	in = xcalloc(1, sizeof(*in));
 	/* A regular file is read to its end soon; a pipe may never end. */
 	for (n = 0; files[n] != NULL; n++)
 		if ((strcmp(files[n], "-") == 0 ? fstat(STDIN_FILENO, &st) :
@@ -165,10 +166,20 @@ syncin_start(struct sync *s, char **files)
 	in->names = xcalloc(n + 1, sizeof(*in->names));
 	in->nnames = n;
 	in->multi = s->multi;
-	if (pthread_mutex_init(&in->mu, NULL) != 0 ||
-	    pthread_cond_init(&in->room, NULL) != 0 ||
-	    pthread_create(&in->th, NULL, reader, in) != 0)
-		qb_die(QB_EX_OSERR, "cannot start the input thread");
+	if ((mu = pthread_mutex_init(&in->mu, NULL) == 0) &&
+	    (room = pthread_cond_init(&in->room, NULL) == 0) &&
+	    pthread_create(&in->th, NULL, reader, in) == 0) {
+		s->in = in;
+		return 0;
+	}
+	/* Nothing was read: no item is lost. */
+	if (room)
+		pthread_cond_destroy(&in->room);
+	if (mu)
+		pthread_mutex_destroy(&in->mu);
+	free(in->names);
+	free(in);
+	return qb_fail(QB_EX_OSERR, "cannot start the input thread");
 }
 
 int

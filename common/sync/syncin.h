@@ -13,8 +13,10 @@ struct sync;
 /*
  * Start the thread that reads files (NULL-terminated, "-" standard
  * input; kept, not copied) into s->in, waking s->multi as lines come.
+ * Returns 0, or QB_EX_OSERR (reported) if the thread cannot start; s->in
+ * is then NULL and nothing was read.
  */
-void syncin_start(struct sync *s, char **files);
+int syncin_start(struct sync *s, char **files);
 /* Tell the input thread to stop and wait for it, unless it is blocked in
  * a read; returns 1 if it is gone (its queue and names then freed, s->in
  * NULL), 0 if it is left to end with the process. */
