@@ -3,8 +3,9 @@
  * handle and the headers every request carries, one easy handle per try,
  * and what an answer's headers say (Retry-After, retry-after-ms,
  * x-should-retry, request ids, the rate-limit reset headers of OpenAI
- * and Anthropic: PROVIDERS.md §1.1, §1.11, §2.7). The key lives only in
- * the request headers; an answer that quotes it has it blanked.
+ * and Anthropic: qb-providers(7), OPENAI "Headers" and "Errors",
+ * ANTHROPIC "Errors"). The key lives only in the request headers; an
+ * answer that quotes it has it blanked.
  * SPDX-License-Identifier: ISC
  */
 #define _GNU_SOURCE	/* memmem */

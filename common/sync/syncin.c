@@ -317,9 +317,9 @@ model(struct sync *s, const char *name)
 
 /*
  * The URL of endpoint. An OpenAI-style base URL holds the API version
- * (…/v1, PROVIDERS.md §1), as the batch paths assume ("/batches"), so
- * "/v1/chat/completions" is "/chat/completions" under it; Anthropic's
- * base holds none and its paths carry /v1 (§2).
+ * (…/v1: qb-providers(7), OPENAI), as the batch paths assume
+ * ("/batches"), so "/v1/chat/completions" is "/chat/completions" under
+ * it; Anthropic's base holds none and its paths carry /v1 (ANTHROPIC).
  */
 static char *
 url(const struct sync *s, const char *endpoint)
