@@ -19,12 +19,12 @@
  * was bad; 75 some item left for later (a retry outcome); 77 stopped by a
  * 401 or 403, 69 by another account-level refusal; 74 standard output
  * failed; 65 a bad line under strict; 66 an input could not be opened.
- * Before any input is read: 64 for an unknown provider, 78 for a bad
- * configuration (no key, bad base URL: provider_open's), 71 when libcurl
- * or the input thread cannot start. Once running, 71 (libcurl out of
- * memory) or 70 (libcurl refused a transfer) stops the run as a 401
- * does: what is in flight ends and is printed, what waits is not sent.
- * Each failure is reported once.
+ * Before any input is read: 64 for an unknown provider; 71 when libcurl
+ * or the input thread cannot start; 78 for a bad configuration (no key,
+ * bad base URL), which provider_open still reports by ending the process.
+ * Once running, 71 (libcurl out of memory) or 70 (libcurl refused a
+ * transfer) stops the run as a 401 does: what is in flight ends and is
+ * printed, what waits is not sent. Each failure is reported once.
  */
 int sync_run(const struct sync_opts *o, char **files);
 

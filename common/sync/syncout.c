@@ -18,13 +18,13 @@
 #include "base/msg.h"
 #include "base/qtime.h"
 #include "json/jout.h"
-#include "record/members.h"
 #include "provider/provider.h"
+#include "record/members.h"
 #include "sync/syncint.h"
 #include "sync/syncitem.h"
 #include "sync/syncout.h"
 
-/* Print it's result r (an answer, or made up for a failure); 0, or -1
+/* Print its result r (an answer, or made up for a failure); 0, or -1
  * after a write error on standard output (reported). */
 static int
 put(struct sync *s, struct sync_item *it, const struct result *r)
