@@ -59,33 +59,6 @@ syncend_giveup(struct sync *s, struct sync_item *it, double wait)
 	settle(s, it, &r, msg);
 }
 
-/*
- * Why it is not tried again, or NULL to try it again after *delay s;
- * wait is the server's, or -1.
- */
-static const char *
-noretry(struct sync *s, struct sync_item *it, int unknown, double wait,
-    double now, double *delay, char *buf, size_t n)
-{
-	*delay = wait >= 0 ? wait : http_jitter(&s->h, it->tries - 1);
-	if (wait > SYNC_WAIT_MAX)
-		snprintf(buf, n, "the server asks to wait %.0f s, past the "
-		    "%.0f s qb waits", wait, SYNC_WAIT_MAX);
-	else if (unknown && s->unknown_left <= 0)
-		snprintf(buf, n, "not sent again: the run's --unknown-retries "
-		    "(%d) are spent", s->o->unknown_retries);
-	else if (it->tries > s->h.retries)
-		snprintf(buf, n, "tried %d times (QB_MAX_RETRIES %d)",
-		    it->tries, s->h.retries);
-	else if (it->deadline > 0 && now + *delay >= it->deadline)
-		snprintf(buf, n, "its deadline passes before another try");
-	else if (!ratelim_budget_retry(&s->rb))
-		snprintf(buf, n, "the run's retry budget is spent");
-	else
-		return NULL;
-	return buf;
-}
-
 /* What a try came to. */
 struct try {
 	struct result	 r;
@@ -230,6 +203,33 @@ server_wait(struct sync_item *it, double now)
 	if (wait >= 0 && result_http_outcome(it->status) == OUTCOME_RETRY)
 		ratelim_pause(it->m->rl, now + wait);
 	return wait;
+}
+
+/*
+ * Why it is not tried again, or NULL to try it again after *delay s;
+ * wait is the server's, or -1.
+ */
+static const char *
+noretry(struct sync *s, struct sync_item *it, int unknown, double wait,
+    double now, double *delay, char *buf, size_t n)
+{
+	*delay = wait >= 0 ? wait : http_jitter(&s->h, it->tries - 1);
+	if (wait > SYNC_WAIT_MAX)
+		snprintf(buf, n, "the server asks to wait %.0f s, past the "
+		    "%.0f s qb waits", wait, SYNC_WAIT_MAX);
+	else if (unknown && s->unknown_left <= 0)
+		snprintf(buf, n, "not sent again: the run's --unknown-retries "
+		    "(%d) are spent", s->o->unknown_retries);
+	else if (it->tries > s->h.retries)
+		snprintf(buf, n, "tried %d times (QB_MAX_RETRIES %d)",
+		    it->tries, s->h.retries);
+	else if (it->deadline > 0 && now + *delay >= it->deadline)
+		snprintf(buf, n, "its deadline passes before another try");
+	else if (!ratelim_budget_retry(&s->rb))
+		snprintf(buf, n, "the run's retry budget is spent");
+	else
+		return NULL;
+	return buf;
 }
 
 /*
