@@ -4,7 +4,7 @@
 # down to the poison input, which alone is dead; a stalled array an
 # unknown outcome; what is not combined.
 . "$(dirname "$0")/lib.sh"
-plan 44
+plan 46
 
 fake_start --max-input-tokens 8192
 
@@ -50,6 +50,14 @@ is "$(jqr -s 'map(.usage.input_tokens)|add' "$T/out")" 9 "shares sum to the requ
 is "$(of u3 '[.response.data[].index]|@csv')" "0,1" "a two-input item: indices 0, 1"
 is "$(of u3 .response.data[1].embedding)" "$(emb x '"dddddddd"' | qb-submit --sync 2>/dev/null | jqr .response.data[0].embedding)" \
     "its second vector is that of its second input"
+
+# an answer with usage but no vector to place: each input fails, once
+reset
+script '{"on":"POST /v1/embeddings","status":200,"body":{"object":"list","data":[],"model":"e1","usage":{"prompt_tokens":7,"total_tokens":7}}}'
+{ emb n1 '"one"'; emb n2 '"two"'; } >novec.jsonl
+timeout 30 qb-submit --sync --array 10 novec.jsonl >"$T/out" 2>"$T/err"; rc=$?
+is "$rc" 75 "usage but no vectors: exit 75 (for later), no hang"
+is "$(jqr .error.code "$T/out" | sort | uniq -c | tr -s ' ')" " 2 missing_result" "both items: missing_result"
 
 # poison input: a poison input, bisected; the rest go through
 reset

@@ -3,8 +3,9 @@
  * concurrency window that adapts AIMD-style, requests and tokens per
  * minute over a sliding 60 s, a pause from Retry-After, and the run's
  * retry budget. A token bucket that starts full would let a minute and
- * a half of tokens through in the first minute (case 19), so each limiter
- * keeps the admissions of the last 60 s instead, oldest first, in a ring.
+ * a half of tokens through in the first minute (tests/3400-qb-submit-sync.t),
+ * so each limiter keeps the admissions of the last 60 s instead, oldest
+ * first, in a ring.
  * SPDX-License-Identifier: ISC
  */
 #include <math.h>
@@ -15,7 +16,7 @@
 
 #define MINUTE		60.0	/* s: the window of rpm and tpm */
 #define CUTGAP		2.0	/* s: at most one halving in this time */
-#define LATSEEN		8	/* RL_OK answers before latency counts */
+#define LATSEEN		8	/* answers (RATELIM_OK) before latency counts */
 #define LATRISE		3.0	/* this times the baseline is slow */
 #define LATFLOOR	0.1	/* s: smallest baseline that counts as such */
 #define LATALPHA	0.1	/* weight of the newest latency in the average */
@@ -34,9 +35,9 @@ struct ratelim {
 	double		 win;		/* window: floor(win) may be in flight */
 	double		 lastcut;	/* s: when win was last halved */
 	double		 pause;		/* s: nothing admitted before this */
-	double		 avglat;	/* s: average RL_OK latency */
+	double		 avglat;	/* s: average RATELIM_OK latency */
 	double		 baselat;	/* s: what avglat is when unhindered */
-	long		 nlat;		/* RL_OK answers seen */
+	long		 nlat;		/* RATELIM_OK answers seen */
 	struct adm	*q;		/* owned ring of size slots */
 	size_t		 head, n, size;	/* size is 0 or a power of 2 */
 	long long	 tok;		/* sum of tok over the n in the ring */
@@ -97,7 +98,7 @@ prune(struct ratelim *rl, double now)
 }
 
 struct ratelim *
-rl_new(int concurrency, double rpm, double tpm)
+ratelim_new(int concurrency, double rpm, double tpm)
 {
 	struct ratelim *rl;
 
@@ -112,7 +113,7 @@ rl_new(int concurrency, double rpm, double tpm)
 }
 
 void
-rl_free(struct ratelim *rl)
+ratelim_free(struct ratelim *rl)
 {
 	if (rl == NULL)
 		return;
@@ -133,7 +134,7 @@ fits(const struct ratelim *rl, size_t cnt, long long sum, long long tok)
 }
 
 double
-rl_wait(const struct ratelim *rl, long long tokens, double now)
+ratelim_wait(const struct ratelim *rl, long long tokens, double now)
 {
 	const struct adm *a;
 	long long sum = rl->tok;
@@ -160,13 +161,13 @@ rl_wait(const struct ratelim *rl, long long tokens, double now)
 	}
 	if ((p = until(rl->pause, now)) > w)
 		w = p;
-	if (rl->inflight >= (int)rl->win && w < RL_BUSY)
-		w = RL_BUSY;
+	if (rl->inflight >= (int)rl->win && w < RATELIM_BUSY)
+		w = RATELIM_BUSY;
 	return w;
 }
 
 void
-rl_take(struct ratelim *rl, long long tokens, double now)
+ratelim_take(struct ratelim *rl, long long tokens, double now)
 {
 	struct adm *a;
 	double exp = now + MINUTE;
@@ -188,11 +189,12 @@ rl_take(struct ratelim *rl, long long tokens, double now)
 }
 
 void
-rl_done(struct ratelim *rl, enum rl_end how, double latency, double now)
+ratelim_done(struct ratelim *rl, enum ratelim_end how, double latency,
+    double now)
 {
 	if (rl->inflight > 0)
 		rl->inflight--;
-	if (how == RL_OK && latency >= 0) {
+	if (how == RATELIM_OK && latency >= 0) {
 		rl->avglat = rl->nlat == 0 ? latency :
 		    rl->avglat + LATALPHA * (latency - rl->avglat);
 		if (++rl->nlat == LATSEEN)
@@ -201,18 +203,18 @@ rl_done(struct ratelim *rl, enum rl_end how, double latency, double now)
 			/* Everyone slower at once: the provider queues us. */
 			if (rl->avglat > LATRISE * (rl->baselat > LATFLOOR ?
 			    rl->baselat : LATFLOOR))
-				how = RL_LIMITED;
+				how = RATELIM_LIMITED;
 			rl->baselat += (rl->avglat < rl->baselat ? 1 : LATDRIFT) *
 			    (rl->avglat - rl->baselat);
 		}
 	}
 	switch (how) {
-	case RL_OK:
+	case RATELIM_OK:
 		rl->win += 1 / rl->win;
 		if (rl->win > rl->cap)
 			rl->win = rl->cap;
 		break;
-	case RL_LIMITED:
+	case RATELIM_LIMITED:
 		/* One overload answers several requests with 429: cut once. */
 		if (now - rl->lastcut < CUTGAP)
 			break;
@@ -221,31 +223,31 @@ rl_done(struct ratelim *rl, enum rl_end how, double latency, double now)
 		if (rl->win < 1)
 			rl->win = 1;
 		break;
-	case RL_FAILED:
+	case RATELIM_FAILED:
 		break;
 	}
 }
 
 void
-rl_pause(struct ratelim *rl, double until)
+ratelim_pause(struct ratelim *rl, double until)
 {
 	rl->pause = until;
 }
 
 int
-rl_inflight(const struct ratelim *rl)
+ratelim_inflight(const struct ratelim *rl)
 {
 	return rl->inflight;
 }
 
 double
-rl_window(const struct ratelim *rl)
+ratelim_window(const struct ratelim *rl)
 {
 	return rl->win;
 }
 
 long long
-rl_tokens_minute(const struct ratelim *rl, double now)
+ratelim_tokens_minute(const struct ratelim *rl, double now)
 {
 	const struct adm *a;
 	long long sum = rl->tok;
@@ -257,7 +259,7 @@ rl_tokens_minute(const struct ratelim *rl, double now)
 }
 
 long
-rl_requests_minute(const struct ratelim *rl, double now)
+ratelim_requests_minute(const struct ratelim *rl, double now)
 {
 	size_t i;
 
@@ -267,7 +269,7 @@ rl_requests_minute(const struct ratelim *rl, double now)
 }
 
 void
-rb_init(struct rbudget *b, double ratio, long min)
+ratelim_budget_init(struct ratelim_budget *b, double ratio, long min)
 {
 	b->ratio = ratio;
 	b->min = min;
@@ -276,13 +278,13 @@ rb_init(struct rbudget *b, double ratio, long min)
 }
 
 void
-rb_first(struct rbudget *b)
+ratelim_budget_first(struct ratelim_budget *b)
 {
 	b->first++;
 }
 
 int
-rb_retry(struct rbudget *b)
+ratelim_budget_retry(struct ratelim_budget *b)
 {
 	/* The 1e-9: ratio * first may fall just short of a whole number. */
 	if ((double)b->retries + 1 > (double)b->min + b->ratio *

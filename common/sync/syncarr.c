@@ -1,16 +1,16 @@
 /*
- * syncarr.c: array input for the synchronous engine (--array N, DESIGN.md
- * §7). Embeddings items with the same endpoint and the same body but for
- * "input" form a group; their inputs (a string, or each element of an
- * array of strings or of token arrays) are packed in input order into
- * requests of at most N inputs and --array-tokens estimated tokens, made
- * when the model's limiter would let one go. The answer's data[] goes
- * back to the items by index, with usage shared by token estimate. A 400
- * or 413 for a request of more than one input is bisected (§4), down to
- * single inputs: one still refused is dead, and its item ends dead with
- * that error and the vectors of its other inputs. Any other failure for
- * good ends each item it carried with that failure. An item ends when its
- * last input does.
+ * syncarr.c: array input for the synchronous engine (--array N,
+ * qb-submit(1) SYNCHRONOUS MODE). Embeddings items with the same endpoint
+ * and the same body but for "input" form a group; their inputs (a
+ * string, or each element of an array of strings or of token arrays) are
+ * packed in input order into requests of at most N inputs and
+ * --array-tokens estimated tokens, made when the model's limiter would
+ * let one go. The answer's data[] goes back to the items by index, with
+ * usage shared by token estimate. A 400 or 413 for a request of more
+ * than one input is bisected, down to single inputs: one still refused is
+ * dead, and its item ends dead with that error and the vectors of its
+ * other inputs. Any other failure for good ends each item it carried with
+ * that failure. An item ends when its last input does.
  * SPDX-License-Identifier: ISC
  */
 #include <stdio.h>
@@ -22,7 +22,10 @@
 #include "base/xmem.h"
 #include "json/jout.h"
 #include "json/jtree.h"
+#include "sync/syncarr.h"
 #include "sync/syncint.h"
+#include "sync/syncitem.h"
+#include "sync/syncout.h"
 
 #define LINGER	0.05	/* s an input may wait for company */
 
@@ -86,74 +89,107 @@ addel(struct sync_item *it, yajl_val v, size_t *cap)
 		e->tokens = YAJL_IS_ARRAY(v) ? (long long)v->u.array.len : 0;
 }
 
-int
-sync_arr_take(struct sync *s, struct sync_item *it)
+/*
+ * The inputs of body t as its elements: "input" a string, an array of
+ * strings or of token arrays, or one token array. 0, or -1 (no elements
+ * made) when "input" is none of these.
+ */
+static int
+inputs(struct sync_item *it, yajl_val t)
+{
+	yajl_val in, x;
+	size_t i, cap = 0, nnum = 0;
+
+	if ((in = jtree_get(t, "input")) == NULL)
+		return -1;
+	if (YAJL_IS_STRING(in)) {
+		addel(it, in, &cap);
+		return 0;
+	}
+	if (!YAJL_IS_ARRAY(in) || in->u.array.len == 0)
+		return -1;
+	for (i = 0; i < in->u.array.len; i++) {
+		x = in->u.array.values[i];
+		if (YAJL_IS_NUMBER(x))
+			nnum++;
+		else if (!YAJL_IS_STRING(x) && !YAJL_IS_ARRAY(x))
+			return -1;
+	}
+	if (nnum == in->u.array.len)
+		addel(it, in, &cap);	/* one token array */
+	else if (nnum > 0)
+		return -1;		/* numbers among strings */
+	else
+		for (i = 0; i < in->u.array.len; i++)
+			addel(it, in->u.array.values[i], &cap);
+	return 0;
+}
+
+/* The members of body t but "input", as JSON without its braces: what
+ * items must have alike to share requests. The caller owns it. */
+static char *
+others(yajl_val t)
 {
 	static const char *const skip[] = { "input", NULL };
-	struct sync_group *gr = NULL;
-	yajl_val t, in, x;
 	yajl_gen g;
-	char *body, *other;
-	size_t i, cap = 0, n;
-	int nums = 1;
+	char *other;
+	size_t n;
+
+	g = jout_new();
+	jout_open(g);
+	jout_members(g, t, skip);
+	jout_close(g);
+	other = genbytes(g, &n);
+	memmove(other, other + 1, n - 2);
+	other[n - 2] = '\0';
+	return other;
+}
+
+/* The group of items like it, whose other members are other (taken
+ * over); a new one if none is. */
+static struct sync_group *
+group(struct sync *s, const struct sync_item *it, char *other)
+{
+	struct sync_group *gr;
+	size_t i;
+
+	for (i = 0; i < s->ngroups; i++) {
+		gr = s->groups[i];
+		if (gr->m == it->m && strcmp(gr->url, it->url) == 0 &&
+		    strcmp(gr->other, other) == 0) {
+			free(other);
+			return gr;
+		}
+	}
+	gr = xcalloc(1, sizeof(*gr));
+	gr->url = xstrdup(it->url);
+	gr->other = other;
+	gr->m = it->m;
+	s->groups = xreallocarray(s->groups, s->ngroups + 1,
+	    sizeof(*s->groups));
+	s->groups[s->ngroups++] = gr;
+	return gr;
+}
+
+int
+syncarr_take(struct sync *s, struct sync_item *it)
+{
+	struct sync_group *gr;
+	yajl_val t;
+	char *body;
+	size_t i;
 
 	if (s->o->array <= 1 || !isembed(it->url))
 		return 0;
 	body = xstrndup(it->line + it->boff, it->blen);
 	t = jtree_parse0(body);
 	free(body);
-	if (t == NULL || !YAJL_IS_OBJECT(t) || (in = jtree_get(t, "input")) == NULL)
-		goto no;
-	if (YAJL_IS_ARRAY(in)) {
-		if (in->u.array.len == 0)
-			goto no;
-		for (i = 0; i < in->u.array.len; i++) {
-			x = in->u.array.values[i];
-			if (!YAJL_IS_NUMBER(x))
-				nums = 0;
-			if (!YAJL_IS_STRING(x) && !YAJL_IS_ARRAY(x) &&
-			    !YAJL_IS_NUMBER(x))
-				goto no;
-		}
-		if (nums)
-			addel(it, in, &cap);	/* one token array */
-		else
-			for (i = 0; i < in->u.array.len; i++) {
-				if (YAJL_IS_NUMBER(in->u.array.values[i]))
-					goto no;
-				addel(it, in->u.array.values[i], &cap);
-			}
-	} else if (YAJL_IS_STRING(in))
-		addel(it, in, &cap);
-	else
-		goto no;
-	g = jout_new();
-	jout_open(g);
-	jout_members(g, t, skip);
-	jout_close(g);
-	other = genbytes(g, &n);
-	/* Without its braces. */
-	memmove(other, other + 1, n - 2);
-	other[n - 2] = '\0';
-	yajl_tree_free(t);
-	for (i = 0; i < s->ngroups; i++)
-		if (s->groups[i]->m == it->m &&
-		    strcmp(s->groups[i]->url, it->url) == 0 &&
-		    strcmp(s->groups[i]->other, other) == 0) {
-			gr = s->groups[i];
-			free(other);
-			break;
-		}
-	if (gr == NULL) {
-		gr = xcalloc(1, sizeof(*gr));
-		gr->url = xstrdup(it->url);
-		gr->other = other;
-		gr->m = it->m;
-		s->groups = xreallocarray(s->groups, s->ngroups + 1,
-		    sizeof(*s->groups));
-		s->groups[s->ngroups++] = gr;
+	if (t == NULL || !YAJL_IS_OBJECT(t) || inputs(it, t) == -1) {
+		yajl_tree_free(t);
+		return 0;
 	}
-	it->grp = gr;
+	gr = it->grp = group(s, it, others(t));
+	yajl_tree_free(t);
 	it->nleft = it->nel;
 	if (gr->nin == 0)
 		gr->since = qtime_mono();
@@ -161,18 +197,10 @@ sync_arr_take(struct sync *s, struct sync_item *it)
 		gr->nin++;
 		gr->tin += it->el[i].tokens;
 	}
-	sync_list_add(&gr->pend, it, 0);
+	syncitem_add(&gr->pend, it, 0);
 	s->npool++;
 	s->nopen++;
 	return 1;
-no:
-	for (i = 0; i < it->nel; i++)
-		free(it->el[i].raw);
-	free(it->el);
-	it->el = NULL;
-	it->nel = 0;
-	yajl_tree_free(t);
-	return 0;
 }
 
 /* A request of the n parts at p of group gr, into the waiting list. */
@@ -216,7 +244,7 @@ mkreq(struct sync *s, struct sync_group *gr, const struct sync_part *p,
 	r->parts = xreallocarray(NULL, n, sizeof(*r->parts));
 	memcpy(r->parts, p, n * sizeof(*p));
 	r->nparts = n;
-	sync_list_add(&s->wait, r, front);
+	syncitem_add(&s->wait, r, front);
 	s->narrays++;
 	return r;
 }
@@ -252,7 +280,7 @@ pack1(struct sync *s, struct sync_group *gr)
 		gr->tin -= it->el[it->packed].tokens;
 		n++;
 		if (++it->packed == it->nel) {
-			sync_list_del(&gr->pend, it);
+			syncitem_del(&gr->pend, it);
 			s->npool--;
 		}
 	}
@@ -261,7 +289,7 @@ pack1(struct sync *s, struct sync_group *gr)
 }
 
 double
-sync_arr_pack(struct sync *s, double now, int over)
+syncarr_pack(struct sync *s, double now, int over)
 {
 	struct sync_group *gr;
 	double wake = now + 1;
@@ -283,7 +311,7 @@ sync_arr_pack(struct sync *s, double now, int over)
 			}
 			want = gr->tin < s->o->array_tokens ? gr->tin :
 			    s->o->array_tokens;
-			if (rl_wait(gr->m->rl, want, now) != 0)
+			if (ratelim_wait(gr->m->rl, want, now) != 0)
 				break;	/* more may join while it waits */
 			pack1(s, gr);
 			/* One request a round, unless a full one is waiting. */
@@ -299,56 +327,6 @@ static char *
 dupn(const char *p)
 {
 	return p != NULL ? xstrdup(p) : NULL;
-}
-
-/* A copy of r that owns its strings. */
-static struct result *
-rdup(const struct result *r)
-{
-	struct result *c = xmalloc(sizeof(*c));
-
-	*c = *r;
-	c->text = NULL;
-	c->resp_off = c->resp_len = c->err_off = c->err_len = 0;
-	c->det_off = c->det_len = 0;
-	c->id = c->batch_id = c->model = NULL;
-	c->etype = dupn(r->etype);
-	c->ecode = dupn(r->ecode);
-	c->emsg = dupn(r->emsg);
-	c->eparam = dupn(r->eparam);
-	c->request_id = dupn(r->request_id);
-	return c;
-}
-
-static void
-rfree(struct result *r)
-{
-	if (r == NULL)
-		return;
-	free((char *)r->etype);
-	free((char *)r->ecode);
-	free((char *)r->emsg);
-	free((char *)r->eparam);
-	free((char *)r->request_id);
-	free(r);
-}
-
-void
-sync_arr_itemfree(struct sync_item *it)
-{
-	size_t i;
-
-	for (i = 0; i < it->nel; i++) {
-		free(it->el[i].raw);
-		free(it->el[i].vec);
-	}
-	free(it->el);
-	rfree(it->fail);
-	rfree(it->dead);
-	free(it->say);
-	free(it->aobj);
-	free(it->amodel);
-	free(it->parts);
 }
 
 /* "input[k]" of the request in s, as "input[i]" of the item. */
@@ -389,7 +367,7 @@ finish(struct sync *s, struct sync_item *it, const char *rid)
 	s->nopen--;
 	if (it->fail != NULL && it->dead == NULL) {
 		r = *it->fail;
-		sync_settle(s, it, &r, it->say);
+		syncout_settle(s, it, &r, it->say);
 		return;
 	}
 	g = jout_new();
@@ -433,7 +411,7 @@ finish(struct sync *s, struct sync_item *it, const char *rid)
 	r.in_tok = use;
 	r.out_tok = 0;
 	r.request_id = it->dead != NULL ? it->dead->request_id : rid;
-	sync_settle(s, it, &r, it->dead != NULL ? it->say : NULL);
+	syncout_settle(s, it, &r, it->dead != NULL ? it->say : NULL);
 	free(txt);
 	buf_free(&resp);
 }
@@ -449,22 +427,16 @@ endel(struct sync *s, const struct sync_part *p, int st, const char *rid)
 		finish(s, it, rid);
 }
 
-/* Split the request's answer back to its items. */
+/* The vectors of answer t back to the inputs of req by their index;
+ * got[k] is set for each part k that has one. */
 static void
-answer(struct sync *s, struct sync_item *req, const struct result *r)
+vectors(struct sync_item *req, yajl_val t, int *got)
 {
-	yajl_val t, data, d, v, ix;
-	struct sync_part *p;
+	yajl_val data, d, v, ix;
 	struct sync_el *e;
-	long long P = r->in_tok > 0 ? r->in_tok : 0, T = 0, sum = 0, idx;
-	size_t i, k;
-	char *body, *rid = dupn(r->request_id);
-	int *got = xcalloc(req->nparts, sizeof(*got));
-	struct result f;
+	long long idx;
+	size_t i;
 
-	body = xstrndup(req->resp.p, req->resp.len);
-	t = jtree_parse0(body);
-	free(body);
 	data = t != NULL ? jtree_get(t, "data") : NULL;
 	for (i = 0; data != NULL && YAJL_IS_ARRAY(data) &&
 	    i < data->u.array.len; i++) {
@@ -479,10 +451,24 @@ answer(struct sync *s, struct sync_item *req, const struct result *r)
 		free(e->vec);
 		e->vec = valbytes(v, NULL);
 	}
+}
+
+/* The request's P prompt tokens shared by the inputs that got a vector,
+ * by token estimate, summing to P exactly; none if none got one. */
+static void
+shares(struct sync_item *req, const int *got, long long P)
+{
+	struct sync_el *e;
+	long long T = 0, sum = 0;
+	size_t k, n = 0;
+
 	for (k = 0; k < req->nparts; k++)
-		if (got[k])
+		if (got[k]) {
 			T += req->parts[k].own->el[req->parts[k].i].tokens;
-	/* Shares by token estimate, summing to P exactly. */
+			n++;
+		}
+	if (n == 0)
+		return;		/* else the rounding below would never end */
 	for (k = 0; k < req->nparts; k++) {
 		if (!got[k])
 			continue;
@@ -495,6 +481,24 @@ answer(struct sync *s, struct sync_item *req, const struct result *r)
 			req->parts[k].own->el[req->parts[k].i].share++;
 			sum++;
 		}
+}
+
+/* Split the request's answer back to its items. */
+static void
+answer(struct sync *s, struct sync_item *req, const struct result *r)
+{
+	struct sync_part *p;
+	struct result f;
+	yajl_val t;
+	size_t k;
+	char *body, *rid = dupn(r->request_id);
+	int *got = xcalloc(req->nparts, sizeof(*got));
+
+	body = xstrndup(req->resp.p, req->resp.len);
+	t = jtree_parse0(body);
+	free(body);
+	vectors(req, t, got);
+	shares(req, got, r->in_tok > 0 ? r->in_tok : 0);
 	for (k = 0; k < req->nparts; k++) {
 		p = &req->parts[k];
 		if (t != NULL && p->own->aobj == NULL)
@@ -508,11 +512,11 @@ answer(struct sync *s, struct sync_item *req, const struct result *r)
 			endel(s, p, SYNC_E_OK, rid);
 			continue;
 		}
-		sync_noanswer(&f, RESULT_ERRORED, "api_error", "missing_result",
-		    "the answer holds no vector for this input");
+		syncout_noanswer(&f, RESULT_ERRORED, "api_error",
+		    "missing_result", "the answer holds no vector for this input");
 		f.http_status = r->http_status;
 		if (p->own->fail == NULL) {
-			p->own->fail = rdup(&f);
+			p->own->fail = syncitem_keep(&f);
 			p->own->say = xstrdup(f.emsg);
 		}
 		endel(s, p, SYNC_E_FAIL, rid);
@@ -524,7 +528,7 @@ answer(struct sync *s, struct sync_item *req, const struct result *r)
 }
 
 void
-sync_arr_end(struct sync *s, struct sync_item *req, const struct result *r,
+syncarr_end(struct sync *s, struct sync_item *req, const struct result *r,
     const char *say)
 {
 	struct sync_part *p;
@@ -547,10 +551,11 @@ sync_arr_end(struct sync *s, struct sync_item *req, const struct result *r,
 			s->nbisect += 2;
 			return;
 		}
-		/* One input, still refused: it is dead (case 22). */
+		/* One input, still refused: it is dead
+		 * (tests/3410-qb-submit-sync-array.t). */
 		p = &req->parts[0];
 		if (p->own->dead == NULL) {
-			c = rdup(r);
+			c = syncitem_keep(r);
 			c->status = RESULT_ERRORED;
 			c->outcome = OUTCOME_DEAD;
 			if (r->eparam != NULL) {
@@ -574,7 +579,7 @@ sync_arr_end(struct sync *s, struct sync_item *req, const struct result *r,
 	for (k = 0; k < req->nparts; k++) {
 		p = &req->parts[k];
 		if (p->own->fail == NULL) {
-			p->own->fail = rdup(r);
+			p->own->fail = syncitem_keep(r);
 			p->own->say = say != NULL ? xstrdup(say) : NULL;
 		}
 		endel(s, p, SYNC_E_FAIL, r->request_id);
@@ -582,15 +587,15 @@ sync_arr_end(struct sync *s, struct sync_item *req, const struct result *r,
 }
 
 void
-sync_arr_free(struct sync *s)
+syncarr_free(struct sync *s)
 {
 	struct sync_item *it;
 	size_t i;
 
 	for (i = 0; i < s->ngroups; i++) {
 		while ((it = s->groups[i]->pend.head) != NULL) {
-			sync_list_del(&s->groups[i]->pend, it);
-			sync_item_free(it);
+			syncitem_del(&s->groups[i]->pend, it);
+			syncitem_free(it);
 		}
 		free(s->groups[i]->url);
 		free(s->groups[i]->other);

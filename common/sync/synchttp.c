@@ -3,8 +3,9 @@
  * handle and the headers every request carries, one easy handle per try,
  * and what an answer's headers say (Retry-After, retry-after-ms,
  * x-should-retry, request ids, the rate-limit reset headers of OpenAI
- * and Anthropic: PROVIDERS.md §1.1, §1.11, §2.7). The key lives only in
- * the request headers; an answer that quotes it has it blanked.
+ * and Anthropic: qb-providers(7), OPENAI "Headers" and "Errors",
+ * ANTHROPIC "Errors"). The key lives only in the request headers; an
+ * answer that quotes it has it blanked.
  * SPDX-License-Identifier: ISC
  */
 #define _GNU_SOURCE	/* memmem */
@@ -17,6 +18,8 @@
 #include "base/exits.h"
 #include "base/msg.h"
 #include "base/rfc3339.h"
+#include "provider/provider.h"
+#include "sync/synchttp.h"
 #include "sync/syncint.h"
 
 #ifndef QB_VERSION
@@ -27,7 +30,7 @@
 #define BODY_MAX	((size_t)64 << 20)	/* largest answer kept */
 
 void
-sync_header(struct sync_item *it, const char *p, size_t len)
+synchttp_header(struct sync_item *it, const char *p, size_t len)
 {
 	/* reset[0..1]: requests, tokens; left[0..1] their "remaining". */
 	static const struct { const char *name; int slot; } want[] = {
@@ -87,7 +90,7 @@ sync_header(struct sync_item *it, const char *p, size_t len)
 static size_t
 on_header(char *p, size_t size, size_t nmemb, void *arg)
 {
-	sync_header(arg, p, size * nmemb);
+	synchttp_header(arg, p, size * nmemb);
 	return size * nmemb;
 }
 
@@ -143,7 +146,7 @@ godur(const char *s)
  * says so. OpenAI gives durations, Anthropic RFC 3339 times.
  */
 double
-sync_reset_wait(const struct sync_item *it)
+synchttp_reset_wait(const struct sync_item *it)
 {
 	double w = -1, v;
 	long long t;
@@ -164,7 +167,7 @@ sync_reset_wait(const struct sync_item *it)
 
 /* Put the key nobody may see out of an answer: "[key]" instead. */
 void
-sync_scrub(const struct sync *s, struct buf *b)
+synchttp_scrub(const struct sync *s, struct buf *b)
 {
 	struct buf o = BUF_INIT;
 	const char *p, *q;
@@ -185,12 +188,14 @@ sync_scrub(const struct sync *s, struct buf *b)
 }
 
 CURL *
-sync_easy(struct sync *s, struct sync_item *it)
+synchttp_easy(struct sync *s, struct sync_item *it)
 {
 	CURL *e;
 
-	if ((e = curl_easy_init()) == NULL)
-		qb_die(QB_EX_OSERR, "cannot make a libcurl handle");
+	if ((e = curl_easy_init()) == NULL) {
+		qb_fail(QB_EX_OSERR, "cannot make a libcurl handle");
+		return NULL;
+	}
 	buf_reset(&it->resp);
 	it->big = 0;
 	it->status = 0;
@@ -227,8 +232,20 @@ sync_easy(struct sync *s, struct sync_item *it)
 	return e;
 }
 
-void
-sync_http_init(struct sync *s)
+/* Add h to the headers every request carries. */
+static void
+hdr(struct sync *s, const char *h)
+{
+	struct curl_slist *l;
+
+	/* On failure libcurl leaves the list as it was: nothing is lost. */
+	if ((l = curl_slist_append(s->hdrs, h)) == NULL)
+		qb_oom(0);
+	s->hdrs = l;
+}
+
+int
+synchttp_init(struct sync *s)
 {
 	const struct sync_opts *o = s->o;
 	struct curl_slist *l;
@@ -239,30 +256,31 @@ sync_http_init(struct sync *s)
 	v = getenv("QB_HTTP_TIMEOUT");
 	s->timeout = v != NULL && *v != '\0' ? s->h.json_timeout : TIMEOUT;
 	for (l = s->h.hdrs; l != NULL; l = l->next)
-		s->hdrs = curl_slist_append(s->hdrs, l->data);
-	s->hdrs = curl_slist_append(s->hdrs, "Content-Type: application/json");
-	s->hdrs = curl_slist_append(s->hdrs, "Accept: application/json");
+		hdr(s, l->data);
+	hdr(s, "Content-Type: application/json");
+	hdr(s, "Accept: application/json");
 	/* No "Expect: 100-continue" round trip before the body. */
-	if ((s->hdrs = curl_slist_append(s->hdrs, "Expect:")) == NULL)
-		qb_die(QB_EX_OSERR, "out of memory");
+	hdr(s, "Expect:");
 	/* Azure's dated API wants its version on every request (azure.c). */
 	if (strcmp(s->p->name, "azure") == 0 &&
 	    (v = getenv("AZURE_OPENAI_API_VERSION")) != NULL && *v != '\0')
 		snprintf(s->query, sizeof(s->query), "?api-version=%.64s", v);
 	if ((s->multi = curl_multi_init()) == NULL)
-		qb_die(QB_EX_OSERR, "cannot initialise libcurl");
+		return qb_fail(QB_EX_OSERR, "cannot initialise libcurl");
 	/* One connection per host carries many requests where HTTP/2 can. */
 	curl_multi_setopt(s->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
 	curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS,
 	    (long)(o->concurrency > 8 ? o->concurrency + 4 : 12));
+	return 0;
 }
 
 void
-sync_http_free(struct sync *s)
+synchttp_free(struct sync *s)
 {
 	struct curl_slist *l;
 
-	curl_multi_cleanup(s->multi);
+	if (s->multi != NULL)
+		curl_multi_cleanup(s->multi);
 	/* The key is in there: wipe it before it goes. */
 	for (l = s->hdrs; l != NULL; l = l->next)
 		memset(l->data, 0, strlen(l->data));

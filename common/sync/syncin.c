@@ -8,6 +8,7 @@
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +21,49 @@
 #include "base/qtime.h"
 #include "base/xmem.h"
 #include "json/jsonl.h"
+#include "provider/provider.h"
 #include "record/item.h"
+#include "sync/syncarr.h"
+#include "sync/syncin.h"
 #include "sync/syncint.h"
+#include "sync/syncitem.h"
 
 /* The queue holds at most this many lines, or bytes (one line at least). */
 #define QLINES	256
 #define QBYTES	((size_t)64 << 20)
+
+/* A line, or news, from the input thread. */
+struct sync_line {
+	struct sync_line *next;
+	int		 kind;		/* SYNC_L_* */
+	char		*p;		/* the line; owned */
+	size_t		 len;
+	const char	*file;		/* not owned: in.names */
+	unsigned long	 lineno;
+	double		 at;		/* qtime_mono() when read */
+	int		 err;		/* errno of SYNC_L_NOINPUT */
+};
+
+enum { SYNC_L_LINE, SYNC_L_BAD, SYNC_L_NOINPUT, SYNC_L_IOERR };
+
+/* The input thread and the queue it fills. */
+struct sync_in {
+	pthread_t	 th;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 room;		/* signalled when lines are taken */
+	struct sync_line *head, *tail;
+	size_t		 n, bytes;
+	int		 eof;		/* every input read: no more lines */
+	int		 quit;		/* the engine asks the thread to end */
+	int		 inpush;	/* the thread waits for room: it can end */
+	int		 mayblock;	/* an input is not a regular file */
+	char		**files;
+	char		**names;	/* as messages name them; owned */
+	size_t		 nnames;
+	CURLM		*multi;		/* woken when a line comes */
+};
+
+static struct sync_item *mkitem(struct sync *s, struct sync_line *l);
 
 /*
  * Queue a line (p NULL: none) or news for the engine, waiting for room.
@@ -110,14 +148,15 @@ reader(void *arg)
 	return NULL;
 }
 
-void
-sync_in_start(struct sync *s, char **files)
+int
+syncin_start(struct sync *s, char **files)
 {
 	struct sync_in *in;
 	struct stat st;
 	size_t n;
+	int mu = 0, room = 0;
 
-	in = s->in = xcalloc(1, sizeof(*in));
+	in = xcalloc(1, sizeof(*in));
 	/* A regular file is read to its end soon; a pipe may never end. */
 	for (n = 0; files[n] != NULL; n++)
 		if ((strcmp(files[n], "-") == 0 ? fstat(STDIN_FILENO, &st) :
@@ -127,14 +166,24 @@ sync_in_start(struct sync *s, char **files)
 	in->names = xcalloc(n + 1, sizeof(*in->names));
 	in->nnames = n;
 	in->multi = s->multi;
-	if (pthread_mutex_init(&in->mu, NULL) != 0 ||
-	    pthread_cond_init(&in->room, NULL) != 0 ||
-	    pthread_create(&in->th, NULL, reader, in) != 0)
-		qb_die(QB_EX_OSERR, "cannot start the input thread");
+	if ((mu = pthread_mutex_init(&in->mu, NULL) == 0) &&
+	    (room = pthread_cond_init(&in->room, NULL) == 0) &&
+	    pthread_create(&in->th, NULL, reader, in) == 0) {
+		s->in = in;
+		return 0;
+	}
+	/* Nothing was read: no item is lost. */
+	if (room)
+		pthread_cond_destroy(&in->room);
+	if (mu)
+		pthread_mutex_destroy(&in->mu);
+	free(in->names);
+	free(in);
+	return qb_fail(QB_EX_OSERR, "cannot start the input thread");
 }
 
 int
-sync_in_stop(struct sync *s)
+syncin_stop(struct sync *s)
 {
 	struct sync_in *in = s->in;
 	struct sync_line *l;
@@ -172,7 +221,7 @@ sync_in_stop(struct sync *s)
 }
 
 int
-sync_in_take(struct sync *s, size_t room)
+syncin_take(struct sync *s, size_t room)
 {
 	struct sync_in *in = s->in;
 	struct sync_line *l, *got = NULL;
@@ -202,9 +251,9 @@ sync_in_take(struct sync *s, size_t room)
 			l->kind = -1;	/* after the line --strict stopped at */
 		switch (l->kind) {
 		case SYNC_L_LINE:
-			if ((it = sync_item_new(s, l)) != NULL &&
-			    !sync_arr_take(s, it))
-				sync_list_add(&s->wait, it, 0);
+			if ((it = mkitem(s, l)) != NULL &&
+			    !syncarr_take(s, it))
+				syncitem_add(&s->wait, it, 0);
 			break;
 		case SYNC_L_BAD:	/* reported by the reader */
 			s->nbad++;
@@ -226,19 +275,6 @@ sync_in_take(struct sync *s, size_t room)
 		free(l);
 	}
 	return over;
-}
-
-void
-sync_item_free(struct sync_item *it)
-{
-	if (it == NULL)
-		return;
-	free(it->line);
-	free(it->id);
-	free(it->url);
-	sync_arr_itemfree(it);
-	buf_free(&it->resp);
-	free(it);
 }
 
 static struct sync_item *
@@ -275,15 +311,15 @@ model(struct sync *s, const char *name)
 	s->models = xreallocarray(s->models, s->nmodels + 1, sizeof(*s->models));
 	m = s->models[s->nmodels++] = xcalloc(1, sizeof(*m));
 	m->name = xstrdup(name);
-	m->rl = rl_new(s->o->concurrency, s->o->rpm, s->o->tpm);
+	m->rl = ratelim_new(s->o->concurrency, s->o->rpm, s->o->tpm);
 	return m;
 }
 
 /*
  * The URL of endpoint. An OpenAI-style base URL holds the API version
- * (…/v1, PROVIDERS.md §1), as the batch paths assume ("/batches"), so
- * "/v1/chat/completions" is "/chat/completions" under it; Anthropic's
- * base holds none and its paths carry /v1 (§2).
+ * (…/v1: qb-providers(7), OPENAI), as the batch paths assume
+ * ("/batches"), so "/v1/chat/completions" is "/chat/completions" under
+ * it; Anthropic's base holds none and its paths carry /v1 (ANTHROPIC).
  */
 static char *
 url(const struct sync *s, const char *endpoint)
@@ -297,8 +333,9 @@ url(const struct sync *s, const char *endpoint)
 	return b.p;
 }
 
-struct sync_item *
-sync_item_new(struct sync *s, struct sync_line *l)
+/* Check one line and make it an item, or report it; NULL then. */
+static struct sync_item *
+mkitem(struct sync *s, struct sync_line *l)
 {
 	struct jscan *sc = &s->scan;
 	struct sync_item *it;

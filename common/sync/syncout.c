@@ -14,14 +14,20 @@
 #include <string.h>
 
 #include "base/afile.h"
+#include "base/exits.h"
 #include "base/msg.h"
 #include "base/qtime.h"
 #include "json/jout.h"
+#include "provider/provider.h"
 #include "record/members.h"
 #include "sync/syncint.h"
+#include "sync/syncitem.h"
+#include "sync/syncout.h"
 
-int
-sync_put(struct sync *s, struct sync_item *it, const struct result *r)
+/* Print its result r (an answer, or made up for a failure); 0, or -1
+ * after a write error on standard output (reported). */
+static int
+put(struct sync *s, struct sync_item *it, const struct result *r)
 {
 	/* Members the result sets, or that would make it another record
 	 * (a retry outcome sent again carries its old ones). */
@@ -45,7 +51,28 @@ sync_put(struct sync *s, struct sync_item *it, const struct result *r)
 }
 
 void
-sync_noanswer(struct result *r, enum result_status st, const char *type,
+syncout_settle(struct sync *s, struct sync_item *it, const struct result *r,
+    const char *say)
+{
+	if (r->status == RESULT_SUCCEEDED && r->outcome == OUTCOME_DONE)
+		s->nok++;
+	else if (r->outcome == OUTCOME_RETRY)
+		s->nlater++;
+	else
+		s->nfail++;
+	if (say != NULL)
+		qb_lwarn(it->file, it->lineno, "id \"%s\": %s", it->id, say);
+	else
+		qb_note(1, "id \"%s\": %s %ld in %d tr%s", it->id,
+		    result_status_word(r->status), (long)r->http_status,
+		    it->tries, it->tries == 1 ? "y" : "ies");
+	if (put(s, it, r) == -1)
+		s->stop = QB_EX_IOERR;
+	syncitem_free(it);
+}
+
+void
+syncout_noanswer(struct result *r, enum result_status st, const char *type,
     const char *code, const char *msg)
 {
 	memset(r, 0, sizeof(*r));
@@ -59,7 +86,7 @@ sync_noanswer(struct result *r, enum result_status st, const char *type,
 }
 
 void
-sync_count(struct sync_model *m, long status)
+syncout_count(struct sync_model *m, long status)
 {
 	int i;
 
@@ -102,7 +129,7 @@ labels(FILE *fp, const struct sync *s, const struct sync_model *m)
 }
 
 void
-sync_metrics(struct sync *s)
+syncout_metrics(struct sync *s)
 {
 	static const char *const name[] = { "qb_sync_inflight",
 	    "qb_sync_window", "qb_sync_admitted_tokens_total",
@@ -131,10 +158,10 @@ sync_metrics(struct sync *s)
 			fputs("} ", af.fp);
 			switch (k) {
 			case 0:
-				fprintf(af.fp, "%d\n", rl_inflight(m->rl));
+				fprintf(af.fp, "%d\n", ratelim_inflight(m->rl));
 				break;
 			case 1:
-				fprintf(af.fp, "%g\n", rl_window(m->rl));
+				fprintf(af.fp, "%g\n", ratelim_window(m->rl));
 				break;
 			case 2:
 				fprintf(af.fp, "%llu\n", m->tokens);
@@ -173,7 +200,7 @@ fail:
 }
 
 void
-sync_summary(const struct sync *s)
+syncout_summary(const struct sync *s)
 {
 	struct buf b = BUF_INIT;
 

@@ -1,10 +1,11 @@
 /*
  * ratelim.c: libFuzzer harness for the rate-limit headers and what comes
  * of them. Each input line is a header line "name: value", taken by the
- * synchronous engine's own reader (sync_header); then the waits they ask for (http_retry_after,
- * sync_reset_wait, rfc3339_parse) drive a limiter through rl_pause,
- * rl_wait, rl_take and rl_done as the engine would. Waits are never
- * negative but for -1; the limiter's are never negative at all.
+ * synchronous engine's own reader (synchttp_header); then the waits they
+ * ask for (http_retry_after, synchttp_reset_wait, rfc3339_parse) drive a
+ * limiter through ratelim_pause, ratelim_wait, ratelim_take and
+ * ratelim_done as the engine would. Waits are never negative but for -1;
+ * the limiter's are never negative at all.
  * SPDX-License-Identifier: ISC
  */
 #include <math.h>
@@ -14,6 +15,7 @@
 #include "fuzz.h"
 #include "http/http.h"
 #include "sync/ratelim.h"
+#include "sync/synchttp.h"
 #include "sync/syncint.h"
 
 #define NOW	1700000000	/* a fixed wall clock for HTTP-dates */
@@ -40,52 +42,52 @@ header(const char *p, size_t len, void *arg)
 		rfc3339_parse(val, &t);
 	}
 	/* The engine's own header reader, status lines and all. */
-	sync_header(it, p, len);
+	synchttp_header(it, p, len);
 	/* An answer ends with each line: what the engine does then. */
 	w = http_retry_after(it->ra_ms, it->ra, NOW);
 	if (w < 0 && w != -1)
 		abort();
 	if (w < 0) {
-		w = sync_reset_wait(it);
+		w = synchttp_reset_wait(it);
 		if (w < 0 && w != -1)
 			abort();
 	}
 	tok = (long long)(len * 997) - 1000;
 	c->now += (double)(len % 7) / 4;
 	if (c->inflight > 0) {
-		rl_done(c->rl, (enum rl_end)(len % 3), (double)(len % 11) / 3 - 1,
-		    c->now);
+		ratelim_done(c->rl, (enum ratelim_end)(len % 3),
+		    (double)(len % 11) / 3 - 1, c->now);
 		c->inflight--;
 	}
 	if (w >= 0)
-		rl_pause(c->rl, c->now + w);
-	if ((w = rl_wait(c->rl, tok, c->now)) < 0 || isnan(w))
+		ratelim_pause(c->rl, c->now + w);
+	if ((w = ratelim_wait(c->rl, tok, c->now)) < 0 || isnan(w))
 		abort();
 	if (w == 0) {
-		rl_take(c->rl, tok, c->now);
+		ratelim_take(c->rl, tok, c->now);
 		c->inflight++;
 	}
-	rl_inflight(c->rl);
-	rl_window(c->rl);
-	rl_tokens_minute(c->rl, c->now);
-	rl_requests_minute(c->rl, c->now);
+	ratelim_inflight(c->rl);
+	ratelim_window(c->rl);
+	ratelim_tokens_minute(c->rl, c->now);
+	ratelim_requests_minute(c->rl, c->now);
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ctx c;
-	struct rbudget b;
+	struct ratelim_budget b;
 
 	fuzz_quiet();
 	memset(&c, 0, sizeof(c));
 	c.now = 1000;
-	c.rl = rl_new(size > 0 ? data[0] % 9 : 4, size > 1 ? data[1] * 10 : 0,
-	    size > 2 ? data[2] * 1000 : 0);
+	c.rl = ratelim_new(size > 0 ? data[0] % 9 : 4,
+	    size > 1 ? data[1] * 10 : 0, size > 2 ? data[2] * 1000 : 0);
 	fuzz_lines(data, size, header, &c);
-	rl_free(c.rl);
-	rb_init(&b, 0.1, 10);
-	rb_first(&b);
-	rb_retry(&b);
+	ratelim_free(c.rl);
+	ratelim_budget_init(&b, 0.1, 10);
+	ratelim_budget_first(&b);
+	ratelim_budget_retry(&b);
 	return 0;
 }
