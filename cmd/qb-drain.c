@@ -176,7 +176,7 @@ handon(struct run *R, struct qbatch *b)
 			qb_warn("message %s received %ld times: dead-lettered",
 			    m->id, m->receives);
 			if (deadletter_put(&R->dead, R->g) == 0) {
-				*qbatch_add(&dead) = *m;
+				*qmsg_add(&dead) = *m;
 				continue;
 			}
 		}
@@ -187,7 +187,7 @@ handon(struct run *R, struct qbatch *b)
 	b->n = k;
 	if (dead.n > 0) {
 		delete_all(R, &dead);
-		qbatch_clear(&dead);
+		qmsg_clear(&dead);
 		free(dead.m);
 	}
 	/* Leases that would end before the call and the settle: extend. */
@@ -291,12 +291,12 @@ drain(struct run *R)
 			if (R->q->eof)
 				break;
 		}
-		if ((twice = qbatch_dedupe(&b)) > 0)
+		if ((twice = qmsg_dedupe(&b)) > 0)
 			qb_note(1, "%zu messages received twice: handed on once",
 			    twice);
 		qb_note(1, "window: %zu messages", b.n);
 		handon(R, &b);
-		qbatch_clear(&b);
+		qmsg_clear(&b);
 	} while (isstdin && !R->q->eof);
 	free(b.m);
 }

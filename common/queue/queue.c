@@ -26,76 +26,6 @@
 
 #define SPOOL_NAP 0.05		/* seconds between looks at an empty spool */
 
-struct qmsg *
-qbatch_add(struct qbatch *b)
-{
-	if (b->n == b->cap) {
-		b->cap = b->cap ? b->cap * 2 : 16;
-		b->m = xreallocarray(b->m, b->cap, sizeof(*b->m));
-	}
-	memset(&b->m[b->n], 0, sizeof(b->m[0]));
-	return &b->m[b->n++];
-}
-
-void
-qbatch_clear(struct qbatch *b)
-{
-	size_t i;
-
-	for (i = 0; i < b->n; i++) {
-		free(b->m[i].id);
-		free(b->m[i].receipt);
-		free(b->m[i].body);
-	}
-	b->n = 0;
-}
-
-struct idx {
-	const char	*id;
-	size_t		 i;
-};
-
-static int
-idxcmp(const void *a, const void *b)
-{
-	const struct idx *x = a, *y = b;
-	int c = strcmp(x->id, y->id);
-
-	return c != 0 ? c : x->i < y->i ? -1 : x->i > y->i;
-}
-
-size_t
-qbatch_dedupe(struct qbatch *b)
-{
-	struct idx *ix = xcalloc(b->n ? b->n : 1, sizeof(*ix));
-	char *drop = xcalloc(b->n ? b->n : 1, 1);
-	size_t i, k, n = 0;
-
-	for (i = 0; i < b->n; i++)
-		if (b->m[i].id != NULL && b->m[i].receipt != NULL) {
-			ix[n].id = b->m[i].id;
-			ix[n++].i = i;
-		}
-	qsort(ix, n, sizeof(*ix), idxcmp);
-	for (i = 0; i + 1 < n; i++)
-		if (strcmp(ix[i].id, ix[i + 1].id) == 0)
-			drop[ix[i].i] = 1;	/* a later receive holds the lease */
-	for (i = k = 0; i < b->n; i++) {
-		if (!drop[i]) {
-			b->m[k++] = b->m[i];
-			continue;
-		}
-		free(b->m[i].id);
-		free(b->m[i].receipt);
-		free(b->m[i].body);
-	}
-	n = b->n - k;
-	b->n = k;
-	free(ix);
-	free(drop);
-	return n;
-}
-
 static void
 qfree(struct queue *q)
 {
@@ -374,7 +304,7 @@ lines(struct queue *q, struct in *x, struct qbatch *b, size_t max)
 			n--;
 		if (n == strspn(p, " \t\r") || n == 0)
 			continue;
-		m = qbatch_add(b);
+		m = qmsg_add(b);
 		m->body = xstrndup(p, n);
 		m->len = n;
 		m->lineno = x->lineno;

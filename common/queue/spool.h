@@ -12,7 +12,7 @@
 #define QB_SPOOL_H
 
 #include "base/idmap.h"
-#include "queue/queue.h"
+#include "queue/qmsg.h"
 
 struct spool {
 	char		*dir;		/* absolute path; owned */

@@ -13,7 +13,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "base/buf.h"
-#include "queue/queue.h"
+#include "queue/qmsg.h"
 
 #define SQS_BATCH_MAX	10	/* entries per batch call, messages per receive (§5.4) */
 #define SQS_WAIT_MAX	20	/* long-poll seconds (§5.2) */

@@ -132,7 +132,7 @@ take(struct rx *x, const struct sqs_slot *s, yajl_val v)
 			    "ReceiptHandle or Body; skipped");
 			continue;
 		}
-		qm = qbatch_add(x->got < x->max ? x->b : &x->extra);
+		qm = qmsg_add(x->got < x->max ? x->b : &x->extra);
 		qm->id = xstrdup(id);
 		qm->receipt = xstrdup(rh);
 		if (x->got++ >= x->max)
@@ -165,7 +165,7 @@ release(struct rx *x)
 			    "released (it comes back when its lease ends): %s",
 			    x->extra.m[i].id, st[i].why);
 	free(st);
-	qbatch_clear(&x->extra);
+	qmsg_clear(&x->extra);
 	free(x->extra.m);
 }
 
