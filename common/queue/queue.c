@@ -374,51 +374,54 @@ in_close(struct queue *q)
 	qfree(q);
 }
 
-struct queue *
-queue_open(const char *spec, int create)
+static void
+open_stdin(struct queue *q)
 {
-	struct queue *q = xcalloc(1, sizeof(*q));
 	struct in *in;
-	struct sq *x;
 
-	q->poll = 5;
-	q->receivers = 1;
-	if (strcmp(spec, "-") == 0) {
-		q->name = xstrdup("-");
-		q->receive = in_receive;
-		q->close = in_close;
-		in = q->priv = xcalloc(1, sizeof(*in));
-		in->first = 1;
-		return q;
-	}
-	if (strncmp(spec, "sqs://", 6) == 0 || strncmp(spec, "http://", 7) == 0 ||
-	    strncmp(spec, "https://", 8) == 0) {
-		x = q->priv = xcalloc(1, sizeof(*x));
-		sqs_open(&x->s, spec);
-		q->name = xstrdup(x->s.url);
-		q->receive = sq_receive;
-		q->extend = sq_extend;
-		q->settle = sq_settle;
-		q->send = sq_send;
-		q->flush = sq_flush;
-		q->discard = sq_discard;
-		q->close = sq_close;
-		return q;
-	}
+	q->name = xstrdup("-");
+	q->receive = in_receive;
+	q->close = in_close;
+	in = q->priv = xcalloc(1, sizeof(*in));
+	in->first = 1;
+}
+
+static int
+open_sqs(struct queue *q, const char *spec)
+{
+	struct sq *x;
+	int rc;
+
+	x = q->priv = xcalloc(1, sizeof(*x));
+	if ((rc = sqs_open(&x->s, spec)) != 0)
+		return rc;
+	q->name = xstrdup(x->s.url);
+	q->receive = sq_receive;
+	q->extend = sq_extend;
+	q->settle = sq_settle;
+	q->send = sq_send;
+	q->flush = sq_flush;
+	q->discard = sq_discard;
+	q->close = sq_close;
+	return 0;
+}
+
+static int
+open_spool(struct queue *q, const char *spec, int create)
+{
+	struct buf nm = BUF_INIT;
+	struct spool *s;
+
 	if (strncmp(spec, "dir:", 4) == 0)
 		spec += 4;
 	if (*spec == '\0' || strstr(spec, "://") != NULL)
-		qb_die(QB_EX_USAGE, "queue \"%s\": expected dir:PATH, -, "
+		return qb_fail(QB_EX_USAGE, "queue \"%s\": expected dir:PATH, -, "
 		    "sqs://REGION/ACCOUNT/NAME or a queue URL", spec);
-	q->priv = xcalloc(1, sizeof(struct spool));
-	if (spool_open(q->priv, spec, create) == -1)
-		qb_diesys(QB_EX_NOINPUT, "spool %s", spec);
-	{
-		struct buf nm = BUF_INIT;
-
-		buf_printf(&nm, "dir:%s", ((struct spool *)q->priv)->dir);
-		q->name = nm.p;
-	}
+	s = q->priv = xcalloc(1, sizeof(*s));
+	if (spool_open(s, spec, create) == -1)
+		return qb_failsys(QB_EX_NOINPUT, "spool %s", spec);
+	buf_printf(&nm, "dir:%s", s->dir);
+	q->name = nm.p;
 	q->receive = sp_receive;
 	q->extend = sp_extend;
 	q->settle = sp_settle;
@@ -427,5 +430,30 @@ queue_open(const char *spec, int create)
 	q->discard = sp_discard;
 	q->queued = sp_queued;
 	q->close = sp_close;
-	return q;
+	return 0;
+}
+
+int
+queue_open(struct queue **qp, const char *spec, int create)
+{
+	struct queue *q = xcalloc(1, sizeof(*q));
+	int rc;
+
+	q->poll = 5;
+	q->receivers = 1;
+	*qp = NULL;
+	rc = 0;
+	if (strcmp(spec, "-") == 0)
+		open_stdin(q);
+	else if (strncmp(spec, "sqs://", 6) == 0 ||
+	    strncmp(spec, "http://", 7) == 0 || strncmp(spec, "https://", 8) == 0)
+		rc = open_sqs(q, spec);
+	else
+		rc = open_spool(q, spec, create);
+	if (rc != 0) {
+		qfree(q);
+		return rc;
+	}
+	*qp = q;
+	return 0;
 }

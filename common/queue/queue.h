@@ -63,10 +63,12 @@ struct queue {
 /*
  * Open the queue named by spec: "dir:PATH" (or a bare path), "-" for
  * standard input, "sqs://REGION/ACCOUNT/NAME" or an SQS queue URL.
- * create makes a missing spool directory. Returns the queue (free with
- * its close), or exits with QB_EX_USAGE, QB_EX_NOINPUT or QB_EX_CONFIG
- * after saying why.
+ * create makes a missing spool directory. Returns 0 with the queue in
+ * *qp (free it with its close), or with *qp NULL, after saying why:
+ * QB_EX_USAGE (a spec that is none of these), QB_EX_NOINPUT (a spool
+ * that cannot be opened or made), QB_EX_CONFIG (SQS credentials, region
+ * or endpoint) or QB_EX_OSERR (libcurl would not start).
  */
-struct queue *queue_open(const char *spec, int create);
+int queue_open(struct queue **qp, const char *spec, int create);
 
 #endif
