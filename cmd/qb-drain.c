@@ -11,7 +11,7 @@
  * custody to the output file: written, fsynced, then the messages go.
  * --settle reads outcome records: done and dead are deleted (dead ones
  * first written to the dead letter), retry is released after a backoff
- * that doubles with each receive (common/settle.c).
+ * that doubles with each receive (common/queue/settle.c).
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
@@ -89,11 +89,19 @@ struct run {
 	int		 rc;		/* worst non-fatal status so far */
 };
 
-static void
-put(struct run *R, FILE *fp)
+/*
+ * Every step below returns 0, or after reporting it the status that ends
+ * the run; main decides. Messages leased when a run ends that way stay
+ * leased and come back when their leases end; --enqueue's staged
+ * messages are dropped.
+ */
+
+static int
+put(struct run *R)
 {
-	if (jout_line(R->g, fp) == -1)
-		qb_diesys(QB_EX_IOERR, "%s: write error", R->outname);
+	if (jout_line(R->g, R->out) == -1)
+		return qb_failsys(QB_EX_IOERR, "%s: write error", R->outname);
+	return 0;
 }
 
 /* The item record for message m into R->g. */
@@ -139,44 +147,62 @@ delete_all(struct run *R, struct qbatch *b)
 	free(s);
 }
 
-/* Close one window: dead-letter, extend, hand on, commit. */
-static void
-handon(struct run *R, struct qbatch *b)
+/*
+ * Standard input: pass each line of b on as it was written. A line that
+ * is not a JSON object is reported and skipped; under --strict it stops
+ * the run (QB_EX_DATAERR).
+ */
+static int
+pass_lines(struct run *R, struct qbatch *b)
 {
-	const struct opts *o = R->o;
-	struct qbatch dead = { NULL, 0, 0 };
 	char err[160];
-	double need = qtime_wall() + o->vis;
+	yajl_val v;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < b->n && rc == 0; i++) {
+		if ((v = jtree_parse(b->m[i].body, err, sizeof(err))) == NULL ||
+		    !YAJL_IS_OBJECT(v)) {
+			qb_lwarn("<stdin>", b->m[i].lineno, "%s", v == NULL ?
+			    err : "not a JSON object");
+			if (R->o->strict)
+				rc = QB_EX_DATAERR;
+			R->rc = QB_EX_PARTIAL;
+		} else {
+			jout_raw(R->g, b->m[i].body, b->m[i].len);
+			rc = put(R);
+		}
+		yajl_tree_free(v);
+	}
+	return rc;
+}
+
+/*
+ * Dead-letter and delete the messages of b received more than
+ * --max-receives times (one whose dead letter could not be written
+ * stays). Returns how many of the others have leases that end before
+ * the call and the settle would (now + --visibility).
+ */
+static size_t
+retire(struct run *R, struct qbatch *b)
+{
+	struct qbatch dead = { NULL, 0, 0 };
+	double need = qtime_wall() + R->o->vis;
+	struct qmsg *m;
+	char err[160];
 	size_t i, k, nlow = 0;
 	yajl_val v;
 
 	for (i = k = 0; i < b->n; i++) {
-		struct qmsg *m = &b->m[i];
-
-		if (m->receipt == NULL) {	/* stdin: pass the line on */
-			if ((v = jtree_parse(m->body, err, sizeof(err))) == NULL ||
-			    !YAJL_IS_OBJECT(v)) {
-				qb_lwarn("<stdin>", m->lineno, "%s", v == NULL ?
-				    err : "not a JSON object");
-				if (o->strict)
-					exit(QB_EX_DATAERR);
-				R->rc = QB_EX_PARTIAL;
-			} else {
-				jout_raw(R->g, m->body, m->len);
-				put(R, R->out);
-			}
-			yajl_tree_free(v);
-			b->m[k++] = *m;
-			continue;
-		}
-		if (o->maxr > 0 && m->receives > o->maxr) {
+		m = &b->m[i];
+		if (R->o->maxr > 0 && m->receives > R->o->maxr) {
 			v = jtree_parse(m->body, err, sizeof(err));
 			item(R, m, v);
 			yajl_tree_free(v);
 			qb_warn("message %s received %ld times: dead-lettered",
 			    m->id, m->receives);
 			if (deadletter_put(&R->dead, R->g) == 0) {
-				*qbatch_add(&dead) = *m;
+				*qmsg_add(&dead) = *m;
 				continue;
 			}
 		}
@@ -187,83 +213,146 @@ handon(struct run *R, struct qbatch *b)
 	b->n = k;
 	if (dead.n > 0) {
 		delete_all(R, &dead);
-		qbatch_clear(&dead);
+		qmsg_clear(&dead);
 		free(dead.m);
 	}
-	/* Leases that would end before the call and the settle: extend. */
-	if (nlow > 0 && R->q->extend != NULL &&
-	    R->q->extend(R->q, b->m, b->n, o->vis) != 0)
-		R->rc = QB_EX_PARTIAL;
-	for (i = k = 0; i < b->n; i++) {
-		struct qmsg *m = &b->m[i];
-		const unsigned char *p;
-		const char *cid, *why = NULL;
-		size_t n;
-
-		if (m->receipt == NULL) {
-			b->m[k++] = *m;
-			continue;
-		}
-		v = jtree_parse(m->body, err, sizeof(err));
-		if (v == NULL || !YAJL_IS_OBJECT(v))
-			qb_warn("message %s: body is not a JSON object; passed "
-			    "on as a string", m->id);
-		if (!YAJL_IS_OBJECT(v)) {
-			yajl_tree_free(v);
-			v = NULL;
-		}
-		item(R, m, v);
-		/*
-		 * An item the next tools would refuse (an id they do not
-		 * take, or longer than their line cap once its members are
-		 * added) is not handed on: it stays leased, is not deleted
-		 * by --commit, and comes back until --max-receives
-		 * dead-letters it.
-		 */
-		yajl_gen_get_buf(R->g, &p, &n);
-		if ((cid = jtree_str(v, "custom_id")) == NULL &&
-		    (cid = jtree_str(v, "id")) == NULL)
-			cid = m->id;
-		if (cid != NULL && (why = id_check(cid, strlen(cid))) != NULL)
-			snprintf(err, sizeof(err), "%s", why);
-		if (why != NULL ||
-		    jsonl_fits((const char *)p, n, err, sizeof(err)) == -1) {
-			qb_warn("%s: message %s: %s; not handed on", R->q->name,
-			    m->id, err);
-			yajl_gen_clear(R->g);
-			yajl_gen_reset(R->g, NULL);
-			free(m->id);
-			free(m->receipt);
-			free(m->body);
-			yajl_tree_free(v);
-			R->rc = QB_EX_PARTIAL;
-			continue;
-		}
-		yajl_tree_free(v);
-		put(R, R->out);
-		b->m[k++] = *m;
-	}
-	b->n = k;
-	if (fflush(R->out) != 0)
-		qb_diesys(QB_EX_IOERR, "%s: write error", R->outname);
-	if (o->commit && b->n > 0) {
-		if (R->atomic) {
-			if (afile_commit(&R->af, NULL) == -1)
-				qb_diesys(QB_EX_IOERR, "%s", o->out);
-			R->atomic = 0;
-			R->out = NULL;
-		} else if (fsync(fileno(R->out)) == -1)
-			qb_diesys(QB_EX_IOERR, "%s: fsync", R->outname);
-		delete_all(R, b);
-	}
+	return nlow;
 }
 
-static void
+/*
+ * Hand message m on as an item. One the next tools would refuse (an id
+ * they do not take, or longer than their line cap once its members are
+ * added) is not handed on: it stays leased, is not deleted by --commit,
+ * and comes back until --max-receives dead-letters it. Returns 0 when
+ * handed on, -1 when not (m is freed), or a write error's status.
+ */
+static int
+handone(struct run *R, struct qmsg *m)
+{
+	const unsigned char *p;
+	const char *cid, *why = NULL;
+	char err[160];
+	yajl_val v;
+	size_t n;
+
+	v = jtree_parse(m->body, err, sizeof(err));
+	if (v == NULL || !YAJL_IS_OBJECT(v))
+		qb_warn("message %s: body is not a JSON object; passed "
+		    "on as a string", m->id);
+	if (!YAJL_IS_OBJECT(v)) {
+		yajl_tree_free(v);
+		v = NULL;
+	}
+	item(R, m, v);
+	yajl_gen_get_buf(R->g, &p, &n);
+	if ((cid = jtree_str(v, "custom_id")) == NULL &&
+	    (cid = jtree_str(v, "id")) == NULL)
+		cid = m->id;
+	if (cid != NULL && (why = id_check(cid, strlen(cid))) != NULL)
+		snprintf(err, sizeof(err), "%s", why);
+	yajl_tree_free(v);
+	if (why != NULL ||
+	    jsonl_fits((const char *)p, n, err, sizeof(err)) == -1) {
+		qb_warn("%s: message %s: %s; not handed on", R->q->name,
+		    m->id, err);
+		yajl_gen_clear(R->g);
+		yajl_gen_reset(R->g, NULL);
+		qmsg_free(m);
+		R->rc = QB_EX_PARTIAL;
+		return -1;
+	}
+	return put(R);
+}
+
+/*
+ * Leased messages: dead-letter, extend the leases that would end too
+ * soon, hand the rest on; b keeps those handed on.
+ */
+static int
+hand_items(struct run *R, struct qbatch *b)
+{
+	size_t i, k;
+	int rc = 0;
+
+	if (retire(R, b) > 0 && R->q->extend(R->q, b->m, b->n, R->o->vis) != 0)
+		R->rc = QB_EX_PARTIAL;
+	for (i = k = 0; i < b->n && rc <= 0; i++)
+		if ((rc = handone(R, &b->m[i])) != -1)
+			b->m[k++] = b->m[i];
+	while (i < b->n)	/* stopped: b still owns the rest */
+		b->m[k++] = b->m[i++];
+	b->n = k;
+	return rc > 0 ? rc : 0;
+}
+
+/*
+ * --commit: custody passes to the output, written and fsynced (for -o,
+ * renamed into place), and then b's messages are deleted.
+ */
+static int
+commit(struct run *R, struct qbatch *b)
+{
+	if (R->atomic) {
+		R->atomic = 0;
+		if (afile_commit(&R->af, NULL) == -1)
+			return qb_failsys(QB_EX_IOERR, "%s", R->o->out);
+		R->out = NULL;
+	} else if (fsync(fileno(R->out)) == -1)
+		return qb_failsys(QB_EX_IOERR, "%s: fsync", R->outname);
+	delete_all(R, b);
+	return 0;
+}
+
+/* Close one window: dead-letter, extend, hand on, commit. */
+static int
+handon(struct run *R, struct qbatch *b)
+{
+	int rc;
+
+	if (R->q->extend == NULL)
+		rc = pass_lines(R, b);
+	else
+		rc = hand_items(R, b);
+	if (rc == 0 && fflush(R->out) != 0)
+		rc = qb_failsys(QB_EX_IOERR, "%s: write error", R->outname);
+	if (rc == 0 && R->o->commit && b->n > 0)
+		rc = commit(R, b);
+	return rc;
+}
+
+/* Fill one window b: receive until it holds -n or -t seconds passed. */
+static int
+fill(struct run *R, struct qbatch *b, int isstdin)
+{
+	const struct opts *o = R->o;
+	double deadline = qtime_mono() + o->timeout, left;
+	int rc;
+
+	while (b->n < (size_t)o->count) {
+		/* On stdin a window opens with its first item. */
+		if (isstdin && b->n == 0)
+			deadline = qtime_mono() + o->timeout;
+		if ((left = deadline - qtime_mono()) <= 0)
+			break;
+		rc = R->q->receive(R->q, b, (size_t)o->count - b->n, left,
+		    left + o->vis);
+		if (rc != 0) {
+			if (b->n > 0)
+				qb_warn("%zu messages stay leased and will "
+				    "come back", b->n);
+			return rc;
+		}
+		if (R->q->eof)
+			break;
+	}
+	return 0;
+}
+
+static int
 drain(struct run *R)
 {
 	const struct opts *o = R->o;
 	struct qbatch b = { NULL, 0, 0 };
-	double deadline, left;
 	size_t twice;
 	int rc, isstdin = R->q->extend == NULL;
 
@@ -273,32 +362,18 @@ drain(struct run *R)
 		    "SQS's 12-hour maximum: items may come back before they "
 		    "are settled", o->timeout, o->vis);
 	do {
-		deadline = qtime_mono() + o->timeout;
-		while (b.n < (size_t)o->count) {
-			/* On stdin a window opens with its first item. */
-			if (isstdin && b.n == 0)
-				deadline = qtime_mono() + o->timeout;
-			if ((left = deadline - qtime_mono()) <= 0)
-				break;
-			rc = R->q->receive(R->q, &b, (size_t)o->count - b.n,
-			    left, left + o->vis);
-			if (rc != 0) {
-				if (b.n > 0)
-					qb_warn("%zu messages stay leased and will "
-					    "come back", b.n);
-				exit(rc);
-			}
-			if (R->q->eof)
-				break;
-		}
-		if ((twice = qbatch_dedupe(&b)) > 0)
+		if ((rc = fill(R, &b, isstdin)) != 0)
+			break;
+		if ((twice = qmsg_dedupe(&b)) > 0)
 			qb_note(1, "%zu messages received twice: handed on once",
 			    twice);
 		qb_note(1, "window: %zu messages", b.n);
-		handon(R, &b);
-		qbatch_clear(&b);
-	} while (isstdin && !R->q->eof);
+		rc = handon(R, &b);
+		qmsg_clear(&b);
+	} while (rc == 0 && isstdin && !R->q->eof);
+	qmsg_clear(&b);
 	free(b.m);
+	return rc;
 }
 
 /* What enqueue reads with: the run, and the ids seen so far. */
@@ -307,21 +382,22 @@ struct enq {
 	struct idmap	 ids;		/* an id twice would lose one item later */
 	struct idmap	 queued;	/* ids already on a spool, skipped */
 	unsigned long	 nskip;
+	int		 rc;		/* the status that stopped the input */
 };
 
-/* jsonl_each callback: send one item to the queue. */
-static int
-enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
-    yajl_val v)
+/*
+ * Why the item at r's line, whose id is id (or NULL), is not enqueued
+ * (reported), or NULL. Sets *skip for one already queued.
+ */
+static const char *
+refuse(struct enq *E, struct jsonl_reader *r, const char *id, size_t len,
+    int *skip)
 {
-	struct enq *E = arg;
-	struct run *R = E->R;
-	const char *id, *why = NULL;
-	int rc, isnew;
+	const char *why = NULL;
+	int isnew;
 
-	if (((id = jtree_str(v, "custom_id")) != NULL ||
-	    (id = jtree_str(v, "id")) != NULL) &&
-	    (why = id_check(id, strlen(id))) != NULL)
+	*skip = 0;
+	if (id != NULL && (why = id_check(id, strlen(id))) != NULL)
 		qb_lwarn(r->name, r->lineno, "%s", why);
 	else if (id != NULL &&
 	    (idmap_put(&E->ids, id, strlen(id), &isnew), !isnew)) {
@@ -334,8 +410,8 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 		if (qb_verbose >= 1)
 			qb_lwarn(r->name, r->lineno, "id \"%s\" is already "
 			    "queued; skipped", id);
-		E->nskip++;
-		return 0;
+		*skip = 1;
+		return NULL;
 	}
 	/* qb-drain hands the line on with members added: leave them room. */
 	if (why == NULL && len > JSONL_LINE_MAX - QUEUE_ITEM_ROOM) {
@@ -344,16 +420,34 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 		    "for the %d bytes qb-drain adds under the line cap of %zu "
 		    "bytes; not enqueued", len, QUEUE_ITEM_ROOM, JSONL_LINE_MAX);
 	}
-	if (why != NULL) {
-		if (R->o->strict)
-			exit(QB_EX_DATAERR);
+	return why;
+}
+
+/* jsonl_each callback: send one item to the queue; -1 stops the input
+ * with the status in E->rc. */
+static int
+enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
+    yajl_val v)
+{
+	struct enq *E = arg;
+	struct run *R = E->R;
+	const char *id;
+	int skip;
+
+	if ((id = jtree_str(v, "custom_id")) == NULL)
+		id = jtree_str(v, "id");
+	if (refuse(E, r, id, len, &skip) != NULL) {
+		if (R->o->strict) {
+			E->rc = QB_EX_DATAERR;
+			return -1;
+		}
 		R->rc = QB_EX_PARTIAL;
 		return 0;
 	}
-	if ((rc = R->q->send(R->q, line, len)) != 0) {
-		R->q->discard(R->q);
-		exit(rc);
-	}
+	if (skip)
+		E->nskip++;
+	else if ((E->rc = R->q->send(R->q, line, len)) != 0)
+		return -1;	/* reported */
 	return 0;
 }
 
@@ -361,43 +455,65 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
  * Enqueue each input all or nothing: its messages are staged (spool: in
  * tmp/; SQS: held) while it is read, and made visible only once it was
  * read to its end. A damaged input (a cut gzip stream) enqueues nothing;
- * the inputs before it stay enqueued. Any exit before the flush drops
+ * the inputs before it stay enqueued. Any end before the flush drops
  * what was staged (spool: afile_temp_add removes the files).
  */
-static void
+static int
 enqueue(struct run *R, char **files, int nfiles)
 {
 	struct enq E;
 	unsigned long nbad = 0;
-	int i, rc;
+	const char *path;
+	int i, rc = 0;
 
 	memset(&E, 0, sizeof(E));
 	E.R = R;
 	idmap_init(&E.ids);
 	idmap_init(&E.queued);
-	if (R->q->queued != NULL && (rc = R->q->queued(R->q, &E.queued)) != 0)
-		exit(rc);
-	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
-		if ((rc = jsonl_each(nfiles ? files[i] : "-", R->o->strict,
-		    enq_line, &E, &nbad)) != 0) {
-			R->q->discard(R->q);
-			qb_warn("%s: nothing of it enqueued", nfiles ? files[i] :
-			    "<stdin>");
-			exit(rc);	/* reported */
+	if (R->q->queued != NULL)
+		rc = R->q->queued(R->q, &E.queued);
+	for (i = 0; i < (nfiles ? nfiles : 1) && rc == 0; i++) {
+		path = nfiles ? files[i] : "-";
+		if ((rc = jsonl_each(path, R->o->strict, enq_line, &E,
+		    &nbad)) == 0 && (rc = E.rc) == 0) {
+			rc = R->q->flush(R->q);
+			continue;
 		}
-		if ((rc = R->q->flush(R->q)) != 0)
-			exit(rc);
+		R->q->discard(R->q);
+		/* A --strict stop, or a failed send, said why already. */
+		if (rc != QB_EX_DATAERR && E.rc == 0)
+			qb_warn("%s: nothing of it enqueued", nfiles ? path :
+			    "<stdin>");
 	}
-	if (E.nskip > 0)
+	if (rc == 0 && E.nskip > 0)
 		qb_note(1, "%lu items already queued: skipped", E.nskip);
 	if (nbad > 0)
 		R->rc = QB_EX_PARTIAL;
 	idmap_free(&E.ids);
 	idmap_free(&E.queued);
+	return rc;
 }
 
-int
-main(int argc, char *argv[])
+/* --settle: the outcome records of files (none: standard input). */
+static int
+settle(struct run *R, char **files, int nfiles)
+{
+	struct settler st = { R->q, R->o->queue != NULL, &R->dead,
+	    R->o->rdelay, R->o->maxr, R->o->strict, R->g, R->out, 0 };
+	int rc;
+
+	rc = settle_files(&st, files, nfiles);
+	R->q = st.q;
+	if (rc == QB_EX_PARTIAL) {
+		R->rc = rc;
+		rc = 0;
+	}
+	return rc;
+}
+
+/* Parse the options into o; returns optind. */
+static int
+options(struct opts *o, int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "commit", no_argument, NULL, 'c' },
@@ -418,72 +534,67 @@ main(int argc, char *argv[])
 		QB_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct opts o;
-	struct run R;
-	struct stat st;
 	const char *e = NULL;
 	int ch;
 
-	qb_setprog(argv[0]);
-	memset(&o, 0, sizeof(o));
-	memset(&R, 0, sizeof(R));
-	o.count = 100;
-	o.timeout = 10;
-	o.vis = 300;
-	o.wait = 5;
-	o.rdelay = 30;
-	o.receivers = 4;
-	o.queue = getenv("QB_QUEUE");
+	memset(o, 0, sizeof(*o));
+	o->count = 100;
+	o->timeout = 10;
+	o->vis = 300;
+	o->wait = 5;
+	o->rdelay = 30;
+	o->receivers = 4;
+	o->queue = getenv("QB_QUEUE");
 	while ((ch = getopt_long(argc, argv, "chn:o:Q:qt:Vv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
-			o.commit = 1;
+			o->commit = 1;
 			break;
 		case 'n':
-			o.count = (long)qb_strtonum(optarg, 1, 10000000, &e);
+			o->count = (long)qb_strtonum(optarg, 1, 10000000, &e);
 			break;
 		case 'o':
-			o.out = optarg;
+			o->out = optarg;
 			break;
 		case 'Q':
-			o.queue = optarg;
+			o->queue = optarg;
 			break;
 		case 't':
-			o.timeout = qb_parse_seconds(optarg, &e);
+			o->timeout = qb_parse_seconds(optarg, &e);
 			break;
 		case OPT_DL:
-			o.dl = optarg;
+			o->dl = optarg;
 			break;
 		case OPT_DLQ:
-			o.dlq = optarg;
+			o->dlq = optarg;
 			break;
 		case OPT_ENQ:
-			o.enqueue = 1;
+			o->enqueue = 1;
 			break;
 		case OPT_MAXR:
-			o.maxr = (long)qb_strtonum(optarg, 1, 1000000, &e);
+			o->maxr = (long)qb_strtonum(optarg, 1, 1000000, &e);
 			break;
 		case OPT_RECV:
-			o.receivers = (long)qb_strtonum(optarg, 1,
+			o->receivers = (long)qb_strtonum(optarg, 1,
 			    SQS_RECEIVERS_MAX, &e);
 			break;
 		case OPT_RDELAY:
-			o.rdelay = qb_parse_seconds(optarg, &e);
+			o->rdelay = qb_parse_seconds(optarg, &e);
 			break;
 		case OPT_SETTLE:
-			o.settle = 1;
+			o->settle = 1;
 			break;
 		case OPT_STRICT:
-			o.strict = 1;
+			o->strict = 1;
 			break;
 		case OPT_VIS:
-			o.vis = qb_parse_seconds(optarg, &e);
-			if (e == NULL && o.vis > SQS_VIS_MAX)
+			o->vis = qb_parse_seconds(optarg, &e);
+			if (e == NULL && o->vis > SQS_VIS_MAX)
 				e = "more than 43200 (12 hours)";
 			break;
 		case OPT_WAIT:
-			o.wait = qb_parse_seconds(optarg, &e);
-			if (e == NULL && o.wait > SQS_WAIT_MAX)
+			o->wait = qb_parse_seconds(optarg, &e);
+			if (e == NULL && o->wait > SQS_WAIT_MAX)
 				e = "more than 20";
 			break;
 		default:
@@ -494,78 +605,122 @@ main(int argc, char *argv[])
 			qb_usage(usage);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (o.enqueue + o.settle > 1 || (o.commit && (o.enqueue || o.settle)) ||
-	    (argc > 0 && !o.enqueue && !o.settle)) {
+	return optind;
+}
+
+/* The options that exclude or need each other; nfiles operands. */
+static void
+check(const struct opts *o, int nfiles)
+{
+	struct stat st;
+
+	if (o->enqueue + o->settle > 1 || (o->commit && (o->enqueue || o->settle)) ||
+	    (nfiles > 0 && !o->enqueue && !o->settle)) {
 		qb_warn("--enqueue, --settle and --commit exclude each other; "
 		    "only they read files");
 		qb_usage(usage);
 	}
-	if (o.maxr > 0 && o.dl == NULL && o.dlq == NULL) {
+	if (o->maxr > 0 && o->dl == NULL && o->dlq == NULL) {
 		qb_warn("--max-receives needs --dead-letter or --dead-letter-queue");
 		qb_usage(usage);
 	}
-	if (o.queue == NULL && !o.settle) {
+	if (o->queue == NULL && !o->settle) {
 		qb_warn("no queue: give -Q or set QB_QUEUE");
 		qb_usage(usage);
 	}
-	if (o.commit && (o.out == NULL || strcmp(o.out, "-") == 0) &&
+	if (o->commit && (o->out == NULL || strcmp(o->out, "-") == 0) &&
 	    fstat(1, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
 		qb_warn("--commit with standard output a pipe: custody must pass "
 		    "with --settle once the outcome is known");
 		qb_usage(usage);
 	}
-	if (o.commit && o.queue != NULL && strcmp(o.queue, "-") == 0) {
+	if (o->commit && o->queue != NULL && strcmp(o->queue, "-") == 0) {
 		qb_warn("--commit needs a queue to delete from");
 		qb_usage(usage);
 	}
-	R.o = &o;
-	R.g = jout_new();
-	R.out = stdout;
-	R.outname = "standard output";
-	if (o.out != NULL && strcmp(o.out, "-") != 0 && !o.enqueue) {
-		if (afile_open(&R.af, o.out) == -1)
-			qb_diesys(QB_EX_IOERR, "%s", o.out);
-		R.out = R.af.fp;
-		R.outname = o.out;
-		R.atomic = 1;
-	}
-	R.dead.path = o.dl;
-	if (o.dl != NULL && (R.dead.fp = fopen(o.dl, "a")) == NULL)
-		qb_diesys(QB_EX_IOERR, "%s", o.dl);
-	if (o.dlq != NULL)
-		R.dead.q = queue_open(o.dlq, 1);
-	if (o.queue != NULL) {
-		R.q = queue_open(o.queue, o.enqueue);
-		R.q->poll = o.wait;
-		R.q->receivers = (int)o.receivers;
-	}
-	if (R.q != NULL && R.q->settle == NULL && (o.settle || o.enqueue))
-		qb_die(QB_EX_USAGE, "standard input is not a queue to %s",
-		    o.settle ? "settle on" : "put items on");
-	if (o.enqueue)
-		enqueue(&R, argv, argc);
-	else if (o.settle) {
-		struct settler st = { R.q, o.queue != NULL, &R.dead, o.rdelay,
-		    o.maxr, o.strict, R.g, R.out, 0 };
+}
 
-		settle_files(&st, argv, argc);
-		R.q = st.q;
-		if (st.rc != 0)
-			R.rc = st.rc;
+/* Open what the run writes to and reads from: output, dead letters, queue. */
+static int
+begin(struct run *R, const struct opts *o)
+{
+	int rc;
+
+	memset(R, 0, sizeof(*R));
+	R->o = o;
+	R->g = jout_new();
+	R->out = stdout;
+	R->outname = "standard output";
+	if (o->out != NULL && strcmp(o->out, "-") != 0 && !o->enqueue) {
+		if (afile_open(&R->af, o->out) == -1)
+			return qb_failsys(QB_EX_IOERR, "%s", o->out);
+		R->out = R->af.fp;
+		R->outname = o->out;
+		R->atomic = 1;
 	}
-	else
-		drain(&R);
-	if (R.atomic && afile_commit(&R.af, NULL) == -1)
-		qb_diesys(QB_EX_IOERR, "%s", o.out);
-	if (R.dead.fp != NULL && fclose(R.dead.fp) != 0)
-		qb_diesys(QB_EX_IOERR, "%s", o.dl);
-	if (R.dead.q != NULL)
-		R.dead.q->close(R.dead.q);
-	if (R.q != NULL)
-		R.q->close(R.q);
-	yajl_gen_free(R.g);
+	R->dead.path = o->dl;
+	if (o->dl != NULL && (R->dead.fp = fopen(o->dl, "a")) == NULL)
+		return qb_failsys(QB_EX_IOERR, "%s", o->dl);
+	if (o->dlq != NULL && (rc = queue_open(&R->dead.q, o->dlq, 1)) != 0)
+		return rc;
+	if (o->queue != NULL) {
+		if ((rc = queue_open(&R->q, o->queue, o->enqueue)) != 0)
+			return rc;
+		R->q->poll = o->wait;
+		R->q->receivers = (int)o->receivers;
+	}
+	if (R->q != NULL && R->q->settle == NULL && (o->settle || o->enqueue))
+		return qb_fail(QB_EX_USAGE, "standard input is not a queue to %s",
+		    o->settle ? "settle on" : "put items on");
+	return 0;
+}
+
+/*
+ * The end: unless the run was stopped (rc), the output is committed and
+ * checked; everything is closed. Returns the exit status.
+ */
+static int
+finish(struct run *R, int rc)
+{
+	if (R->atomic) {
+		R->atomic = 0;
+		if (rc != 0)
+			afile_abort(&R->af);
+		else if (afile_commit(&R->af, NULL) == -1)
+			rc = qb_failsys(QB_EX_IOERR, "%s", R->o->out);
+	}
+	if (R->dead.fp != NULL && fclose(R->dead.fp) != 0 && rc == 0)
+		rc = qb_failsys(QB_EX_IOERR, "%s", R->o->dl);
+	if (R->dead.q != NULL)
+		R->dead.q->close(R->dead.q);
+	if (R->q != NULL)
+		R->q->close(R->q);
+	yajl_gen_free(R->g);
+	if (rc != 0)
+		return rc;
 	qb_close_stdout();
-	return R.rc;
+	return R->rc;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct opts o;
+	struct run R;
+	int n, rc;
+
+	qb_setprog(argv[0]);
+	n = options(&o, argc, argv);
+	argc -= n;
+	argv += n;
+	check(&o, argc);
+	if ((rc = begin(&R, &o)) == 0) {
+		if (o.enqueue)
+			rc = enqueue(&R, argv, argc);
+		else if (o.settle)
+			rc = settle(&R, argv, argc);
+		else
+			rc = drain(&R);
+	}
+	return finish(&R, rc);
 }

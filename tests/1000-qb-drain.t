@@ -4,7 +4,7 @@
 # back with a higher receive count, settlement per item, --commit, and
 # two drainers racing on one spool.
 . "$(dirname "$0")/lib.sh"
-plan 83
+plan 91
 
 S=$T/spool
 items() { # items FIRST LAST: item records doc-FIRST..doc-LAST
@@ -240,4 +240,31 @@ check_exit 0 "--enqueue of it again" qb-drain --enqueue -v -Q dir:"$T/aon" "$T/a
 is "$(count "$T/aon/new"):$(count "$T/aon/cur"):$(count "$T/aon/tmp")" "1995:5:0" \
 	"no second copy, whether waiting or leased"
 like "$(cat "$T/err")" 'all.gz:1: id "doc-1" is already queued; skipped' "-v names the skipped"
+# --strict stops at the first bad line with 65 and reads no further:
+# --enqueue keeps the inputs before it and stages nothing of its own or
+# of those after it; --settle settles only the chunks of ten before it
+# (the rest stay leased and come back); on standard input the lines
+# before it are passed on.
+items 1 2 >"$T/st1"
+printf '{"id":"st3"}\nnot json\n' >"$T/st2"
+items 4 4 >"$T/st4"
+check_exit 65 "--enqueue --strict: a bad line" \
+	qb-drain --enqueue --strict -Q dir:"$T/strict" "$T/st1" "$T/st2" "$T/st4"
+is "$(cat "$T/strict"/new/* | jqr .id | sort | tr '\n' ' '):$(count "$T/strict/tmp")" \
+	"doc-1 doc-2 :0" "--enqueue --strict: the input before it enqueued, nothing after"
+printf '{"id":"bad id"}\n' >"$T/st5"
+check_exit 65 "--enqueue --strict: a bad id" \
+	qb-drain --enqueue --strict -Q dir:"$T/strict" "$T/st4" "$T/st5" "$T/st4"
+is "$(count "$T/strict/new"):$(count "$T/strict/tmp")" "3:0" \
+	"--enqueue --strict: the first input enqueued, the second and third not"
+qb-drain -Q dir:"$T/strict" -n 20 -t 0.2 >"$T/stw"
+{
+	jq -c '. + {outcome:"done"}' "$T/stw"
+	echo 'not json'
+} >"$T/sto"
+check_exit 65 "--settle --strict: a bad line" qb-drain --settle --strict "$T/sto"
+is "$(wc -l <"$T/out" | tr -d ' '):$(count "$T/strict/cur")" "0:3" \
+	"--settle --strict: the records of its chunk stay leased"
+check_exit 65 "-Q - --strict: a bad line" sh -c "qb-drain -Q - --strict -t 5 <'$T/bad'"
+is "$(jqr .id "$T/out")" "a" "-Q - --strict: the line before it passed on"
 done_testing

@@ -26,76 +26,6 @@
 
 #define SPOOL_NAP 0.05		/* seconds between looks at an empty spool */
 
-struct qmsg *
-qbatch_add(struct qbatch *b)
-{
-	if (b->n == b->cap) {
-		b->cap = b->cap ? b->cap * 2 : 16;
-		b->m = xreallocarray(b->m, b->cap, sizeof(*b->m));
-	}
-	memset(&b->m[b->n], 0, sizeof(b->m[0]));
-	return &b->m[b->n++];
-}
-
-void
-qbatch_clear(struct qbatch *b)
-{
-	size_t i;
-
-	for (i = 0; i < b->n; i++) {
-		free(b->m[i].id);
-		free(b->m[i].receipt);
-		free(b->m[i].body);
-	}
-	b->n = 0;
-}
-
-struct idx {
-	const char	*id;
-	size_t		 i;
-};
-
-static int
-idxcmp(const void *a, const void *b)
-{
-	const struct idx *x = a, *y = b;
-	int c = strcmp(x->id, y->id);
-
-	return c != 0 ? c : x->i < y->i ? -1 : x->i > y->i;
-}
-
-size_t
-qbatch_dedupe(struct qbatch *b)
-{
-	struct idx *ix = xcalloc(b->n ? b->n : 1, sizeof(*ix));
-	char *drop = xcalloc(b->n ? b->n : 1, 1);
-	size_t i, k, n = 0;
-
-	for (i = 0; i < b->n; i++)
-		if (b->m[i].id != NULL && b->m[i].receipt != NULL) {
-			ix[n].id = b->m[i].id;
-			ix[n++].i = i;
-		}
-	qsort(ix, n, sizeof(*ix), idxcmp);
-	for (i = 0; i + 1 < n; i++)
-		if (strcmp(ix[i].id, ix[i + 1].id) == 0)
-			drop[ix[i].i] = 1;	/* a later receive holds the lease */
-	for (i = k = 0; i < b->n; i++) {
-		if (!drop[i]) {
-			b->m[k++] = b->m[i];
-			continue;
-		}
-		free(b->m[i].id);
-		free(b->m[i].receipt);
-		free(b->m[i].body);
-	}
-	n = b->n - k;
-	b->n = k;
-	free(ix);
-	free(drop);
-	return n;
-}
-
 static void
 qfree(struct queue *q)
 {
@@ -374,7 +304,7 @@ lines(struct queue *q, struct in *x, struct qbatch *b, size_t max)
 			n--;
 		if (n == strspn(p, " \t\r") || n == 0)
 			continue;
-		m = qbatch_add(b);
+		m = qmsg_add(b);
 		m->body = xstrndup(p, n);
 		m->len = n;
 		m->lineno = x->lineno;
@@ -444,51 +374,54 @@ in_close(struct queue *q)
 	qfree(q);
 }
 
-struct queue *
-queue_open(const char *spec, int create)
+static void
+open_stdin(struct queue *q)
 {
-	struct queue *q = xcalloc(1, sizeof(*q));
 	struct in *in;
-	struct sq *x;
 
-	q->poll = 5;
-	q->receivers = 1;
-	if (strcmp(spec, "-") == 0) {
-		q->name = xstrdup("-");
-		q->receive = in_receive;
-		q->close = in_close;
-		in = q->priv = xcalloc(1, sizeof(*in));
-		in->first = 1;
-		return q;
-	}
-	if (strncmp(spec, "sqs://", 6) == 0 || strncmp(spec, "http://", 7) == 0 ||
-	    strncmp(spec, "https://", 8) == 0) {
-		x = q->priv = xcalloc(1, sizeof(*x));
-		sqs_open(&x->s, spec);
-		q->name = xstrdup(x->s.url);
-		q->receive = sq_receive;
-		q->extend = sq_extend;
-		q->settle = sq_settle;
-		q->send = sq_send;
-		q->flush = sq_flush;
-		q->discard = sq_discard;
-		q->close = sq_close;
-		return q;
-	}
+	q->name = xstrdup("-");
+	q->receive = in_receive;
+	q->close = in_close;
+	in = q->priv = xcalloc(1, sizeof(*in));
+	in->first = 1;
+}
+
+static int
+open_sqs(struct queue *q, const char *spec)
+{
+	struct sq *x;
+	int rc;
+
+	x = q->priv = xcalloc(1, sizeof(*x));
+	if ((rc = sqs_open(&x->s, spec)) != 0)
+		return rc;
+	q->name = xstrdup(x->s.url);
+	q->receive = sq_receive;
+	q->extend = sq_extend;
+	q->settle = sq_settle;
+	q->send = sq_send;
+	q->flush = sq_flush;
+	q->discard = sq_discard;
+	q->close = sq_close;
+	return 0;
+}
+
+static int
+open_spool(struct queue *q, const char *spec, int create)
+{
+	struct buf nm = BUF_INIT;
+	struct spool *s;
+
 	if (strncmp(spec, "dir:", 4) == 0)
 		spec += 4;
 	if (*spec == '\0' || strstr(spec, "://") != NULL)
-		qb_die(QB_EX_USAGE, "queue \"%s\": expected dir:PATH, -, "
+		return qb_fail(QB_EX_USAGE, "queue \"%s\": expected dir:PATH, -, "
 		    "sqs://REGION/ACCOUNT/NAME or a queue URL", spec);
-	q->priv = xcalloc(1, sizeof(struct spool));
-	if (spool_open(q->priv, spec, create) == -1)
-		qb_diesys(QB_EX_NOINPUT, "spool %s", spec);
-	{
-		struct buf nm = BUF_INIT;
-
-		buf_printf(&nm, "dir:%s", ((struct spool *)q->priv)->dir);
-		q->name = nm.p;
-	}
+	s = q->priv = xcalloc(1, sizeof(*s));
+	if (spool_open(s, spec, create) == -1)
+		return qb_failsys(QB_EX_NOINPUT, "spool %s", spec);
+	buf_printf(&nm, "dir:%s", s->dir);
+	q->name = nm.p;
 	q->receive = sp_receive;
 	q->extend = sp_extend;
 	q->settle = sp_settle;
@@ -497,5 +430,30 @@ queue_open(const char *spec, int create)
 	q->discard = sp_discard;
 	q->queued = sp_queued;
 	q->close = sp_close;
-	return q;
+	return 0;
+}
+
+int
+queue_open(struct queue **qp, const char *spec, int create)
+{
+	struct queue *q = xcalloc(1, sizeof(*q));
+	int rc;
+
+	q->poll = 5;
+	q->receivers = 1;
+	*qp = NULL;
+	rc = 0;
+	if (strcmp(spec, "-") == 0)
+		open_stdin(q);
+	else if (strncmp(spec, "sqs://", 6) == 0 ||
+	    strncmp(spec, "http://", 7) == 0 || strncmp(spec, "https://", 8) == 0)
+		rc = open_sqs(q, spec);
+	else
+		rc = open_spool(q, spec, create);
+	if (rc != 0) {
+		qfree(q);
+		return rc;
+	}
+	*qp = q;
+	return 0;
 }

@@ -11,17 +11,9 @@
 
 #include <stddef.h>
 
-struct idmap;
+#include "queue/qmsg.h"
 
-struct qmsg {
-	char	*id;		/* message id (SQS MessageId, spool name); owned; may be NULL */
-	char	*receipt;	/* lease handle; owned; NULL when there is none (stdin) */
-	char	*body;		/* message text, NUL-terminated; owned */
-	size_t	 len;		/* bytes in body */
-	long	 receives;	/* receives so far, this one included; 0 unknown */
-	double	 until;		/* when the lease ends; 0 none */
-	unsigned long lineno;	/* stdin: the line it came from */
-};
+struct idmap;
 
 /*
  * Bytes an item record may grow by over its message's body when qb-drain
@@ -30,32 +22,6 @@ struct qmsg {
  * after qb-drain would not read.
  */
 #define QUEUE_ITEM_ROOM 16384
-
-struct qbatch {
-	struct qmsg *m;		/* owned */
-	size_t	 n, cap;
-};
-
-/* Append a zeroed message to b and return it (dies QB_EX_OSERR). */
-struct qmsg *qbatch_add(struct qbatch *b);
-/* Drop all but the last of the messages with the same id (a message
- * received twice: the last receipt is the one that holds); returns how
- * many were dropped. */
-size_t qbatch_dedupe(struct qbatch *b);
-/* Free the messages of b; b is empty and reusable. */
-void qbatch_clear(struct qbatch *b);
-
-enum qact { QA_DELETE, QA_RELEASE };
-
-/* One settlement: what to do with the message under receipt. */
-struct qsettle {
-	const char *receipt;	/* in; owned by the caller */
-	enum qact act;		/* in */
-	double	 delay;		/* in, QA_RELEASE: seconds before it can be received again */
-	int	 rc;		/* out: 0 done, else a QB_EX_* status */
-	int	 expired;	/* out: the lease had ended (reported, not fatal) */
-	char	 why[200];	/* out: the reason when rc != 0 */
-};
 
 struct queue {
 	char	*name;		/* canonical name for the "queue" member; owned */
@@ -97,10 +63,12 @@ struct queue {
 /*
  * Open the queue named by spec: "dir:PATH" (or a bare path), "-" for
  * standard input, "sqs://REGION/ACCOUNT/NAME" or an SQS queue URL.
- * create makes a missing spool directory. Returns the queue (free with
- * its close), or exits with QB_EX_USAGE, QB_EX_NOINPUT or QB_EX_CONFIG
- * after saying why.
+ * create makes a missing spool directory. Returns 0 with the queue in
+ * *qp (free it with its close), or with *qp NULL, after saying why:
+ * QB_EX_USAGE (a spec that is none of these), QB_EX_NOINPUT (a spool
+ * that cannot be opened or made), QB_EX_CONFIG (SQS credentials, region
+ * or endpoint) or QB_EX_OSERR (libcurl would not start).
  */
-struct queue *queue_open(const char *spec, int create);
+int queue_open(struct queue **qp, const char *spec, int create);
 
 #endif

@@ -31,7 +31,8 @@ static const struct {
 	const char *code, *why;
 } excused[] = {
 	/* OpenAI fails a whole batch when the organization's enqueued
-	 * batch tokens would pass its limit (case 17): nothing in it ran. */
+	 * batch tokens would pass its limit (qb-providers(7), OPENAI
+	 * "Limits"; tests/1000-qb-drain.t): nothing in it ran. */
 	{ "token_limit_exceeded", "token_limit_exceeded: the batch was "
 	    "refused for the organization's enqueued-token limit" },
 	/* qb-reconcile: the batch failed because of another of its lines. */
@@ -47,7 +48,7 @@ settle_excused(yajl_val v)
 	size_t i;
 
 	/* qb-reconcile's mark of a failure of the account (billing, a key's
-	 * permission, the organization's rate limit: case 16). */
+	 * permission, the organization's rate limit; tests/1000-qb-drain.t). */
 	if (jtree_true(v, "account_error"))
 		return "account_error: the account failed, not the request";
 	if ((code = jtree_str(jtree_get(v, "error"), "code")) == NULL)
@@ -56,13 +57,6 @@ settle_excused(yajl_val v)
 		if (strcmp(code, excused[i].code) == 0)
 			return excused[i].why;
 	return NULL;
-}
-
-static void
-put(struct settler *R)
-{
-	if (jout_line(R->g, R->out) == -1)
-		qb_diesys(QB_EX_IOERR, "write error");
 }
 
 int
@@ -94,11 +88,14 @@ struct pend {
 	int		 dead, skip;
 };
 
-/* Settle p[0..n-1]: dead letters first, then one call per kind. */
+/*
+ * What to do with each of p[0..n-1], into s: release a retry after its
+ * backoff, delete the others; write the dead letters first, and skip
+ * (settle not) an item whose dead letter could not be written.
+ */
 static void
-settle_chunk(struct settler *R, struct pend *p, size_t n)
+plan(struct settler *R, struct pend *p, struct qsettle *s, size_t n)
 {
-	struct qsettle s[SQS_BATCH_MAX];
 	const char *rcpt;
 	long long rc;
 	size_t i;
@@ -119,117 +116,208 @@ settle_chunk(struct settler *R, struct pend *p, size_t n)
 			}
 		}
 	}
-	/* Skipped entries are moved out of the call. */
-	{
-		struct qsettle t[SQS_BATCH_MAX];
-		size_t k = 0, j;
+}
 
-		for (i = 0; i < n; i++)
-			if (!p[i].skip)
-				t[k++] = s[i];
-		if (k > 0)
-			R->q->settle(R->q, t, k);
-		for (i = 0, j = 0; i < n; i++)
-			if (!p[i].skip)
-				s[i] = t[j++];
-			else
-				s[i].rc = QB_EX_IOERR;
-	}
+/* Carry out s[0..n-1] but the skipped ones, which fail QB_EX_IOERR. */
+static void
+call(struct settler *R, const struct pend *p, struct qsettle *s, size_t n)
+{
+	struct qsettle t[SQS_BATCH_MAX];
+	size_t i, j, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (!p[i].skip)
+			t[k++] = s[i];
+	if (k > 0)
+		R->q->settle(R->q, t, k);
+	for (i = 0, j = 0; i < n; i++)
+		if (!p[i].skip)
+			s[i] = t[j++];
+		else
+			s[i].rc = QB_EX_IOERR;
+}
+
+/* Print outcome record v again with "settled" as s says (and
+ * "settle_error"). Returns 0, or QB_EX_IOERR after reporting it. */
+static int
+put(struct settler *R, yajl_val v, const char *what, const struct qsettle *s)
+{
+	/* The outcome's own "error" is kept: the settle failure has its
+	 * own name. */
+	static const char *const skip[] = { "settled", "settle_error", NULL };
+
+	jout_open(R->g);
+	jout_members(R->g, v, skip);
+	jout_kstr(R->g, "settled", s->rc == 0 ? what : s->expired ?
+	    "expired" : NULL);
+	if (s->rc != 0)
+		jout_kstr(R->g, "settle_error", s->why);
+	jout_close(R->g);
+	if (jout_line(R->g, R->out) == -1)
+		return qb_failsys(QB_EX_IOERR, "write error");
+	return 0;
+}
+
+/*
+ * Report the failures of p[0..n-1], print each record again, and free
+ * it. Returns 0, or QB_EX_IOERR after a write error (the
+ * rest is not printed).
+ */
+static int
+report(struct settler *R, struct pend *p, const struct qsettle *s, size_t n)
+{
+	const char *id;
+	size_t i;
+	int rc = 0;
+
 	for (i = 0; i < n; i++) {
-		/* The outcome's own "error" is kept: the settle failure has
-		 * its own name. */
-		static const char *const skip[] = { "settled", "settle_error",
-		    NULL };
-		const char *id = jtree_str(p[i].v, "id");
-
 		if (s[i].rc != 0) {
+			id = jtree_str(p[i].v, "id");
 			qb_warn("%s: %s not settled: %s", R->q->name,
 			    id ? id : "an item", s[i].why);
 			R->rc = QB_EX_PARTIAL;
 		}
-		jout_open(R->g);
-		jout_members(R->g, p[i].v, skip);
-		jout_kstr(R->g, "settled", s[i].rc == 0 ? p[i].what :
-		    s[i].expired ? "expired" : NULL);
-		if (s[i].rc != 0)
-			jout_kstr(R->g, "settle_error", s[i].why);
-		jout_close(R->g);
-		put(R);
+		if (rc == 0)
+			rc = put(R, p[i].v, p[i].what, &s[i]);
 		yajl_tree_free(p[i].v);
 	}
+	return rc;
 }
 
-void
+/* Settle p[0..n-1]: dead letters first, then one call per kind. */
+static int
+settle_chunk(struct settler *R, struct pend *p, size_t n)
+{
+	struct qsettle s[SQS_BATCH_MAX];
+
+	plan(R, p, s, n);
+	call(R, p, s, n);
+	return report(R, p, s, n);
+}
+
+/*
+ * Why the outcome record v cannot be settled ("" when it was reported
+ * already), or NULL when it can.
+ */
+static const char *
+refuse(const struct settler *R, yajl_val v)
+{
+	const char *oc, *qn;
+
+	if (v == NULL)
+		return "";
+	if ((oc = jtree_str(v, "outcome")) == NULL || (strcmp(oc, "done") != 0 &&
+	    strcmp(oc, "retry") != 0 && strcmp(oc, "dead") != 0))
+		return "\"outcome\" is not done, retry or dead";
+	if (jtree_str(v, "receipt") == NULL)
+		return "no \"receipt\": not from a queue";
+	if ((qn = jtree_str(v, "queue")) != NULL && R->q != NULL &&
+	    !R->named && strcmp(qn, R->q->name) != 0)
+		return "from another queue than the first record";
+	if (R->q == NULL && qn == NULL)
+		return "no \"queue\" and no -Q";
+	return NULL;
+}
+
+/*
+ * The settlement of outcome record v into *p (which takes v): a retry
+ * received --max-receives times is dead, unless it was not the item's
+ * fault; a dead one is dead-lettered when there is somewhere to put it.
+ */
+static void
+pending(const struct settler *R, yajl_val v, struct pend *p)
+{
+	const char *oc = jtree_str(v, "outcome"), *why, *id;
+	long long rc;
+
+	memset(p, 0, sizeof(*p));
+	p->v = v;
+	if (jtree_int(v, "receives", &rc) == -1)
+		rc = 0;
+	id = jtree_str(v, "id");
+	if (oc[0] == 'r' && R->maxr > 0 && rc >= R->maxr) {
+		if ((why = settle_excused(v)) != NULL)
+			qb_note(1, "%s: received %lld times, --max-receives %ld "
+			    "not applied: not the item's fault (%s); released",
+			    id ? id : "an item", rc, R->maxr, why);
+		else {
+			qb_note(1, "%s: received %lld times: dead",
+			    id ? id : "an item", rc);
+			oc = "dead";
+		}
+	}
+	p->dead = strcmp(oc, "dead") == 0 &&
+	    (R->dead->fp != NULL || R->dead->q != NULL);
+	p->what = oc[0] == 'r' ? "released" : p->dead ? "dead_lettered" :
+	    "deleted";
+}
+
+/*
+ * Settle the outcome records of the input r in chunks of SQS_BATCH_MAX;
+ * p holds *n read but not yet settled, across inputs. Returns 0 or the
+ * status that stops the run.
+ */
+static int
+settle_input(struct settler *R, struct jsonl_reader *r, struct pend *p,
+    size_t *n)
+{
+	const char *why;
+	yajl_val v;
+	size_t len;
+	char *line;
+	int ch, rc;
+
+	while ((ch = jsonl_next(r, &line, &len)) != JSONL_EOF) {
+		if (ch == JSONL_IOERR)
+			return QB_EX_IOERR;	/* reported */
+		v = ch == JSONL_BAD ? NULL : jsonl_tree(r, line, len);
+		if ((why = refuse(R, v)) != NULL) {
+			if (*why != '\0')
+				qb_lwarn(r->name, r->lineno, "%s", why);
+			yajl_tree_free(v);
+			if (R->strict)
+				return QB_EX_DATAERR;
+			R->rc = QB_EX_PARTIAL;
+			continue;
+		}
+		if (R->q == NULL &&
+		    (rc = queue_open(&R->q, jtree_str(v, "queue"), 0)) != 0) {
+			yajl_tree_free(v);
+			return rc;
+		}
+		pending(R, v, &p[(*n)++]);
+		if (*n == SQS_BATCH_MAX) {
+			*n = 0;
+			if ((rc = settle_chunk(R, p, SQS_BATCH_MAX)) != 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int
 settle_files(struct settler *R, char **files, int nfiles)
 {
 	struct jsonl_reader r;
 	struct pend p[SQS_BATCH_MAX];
-	const char *oc, *qn, *why, *id;
-	long long rc;
-	size_t n = 0, len;
-	yajl_val v;
-	char *line;
-	int i, ch;
+	const char *path;
+	size_t i, n = 0;
+	int k, rc = 0;
 
-	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
-		if (jsonl_open(&r, nfiles ? files[i] : "-") == -1)
-			qb_diesys(QB_EX_NOINPUT, "%s", files[i]);
-		while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
-			if (ch == JSONL_IOERR)
-				exit(QB_EX_IOERR);
-			why = NULL;
-			v = NULL;
-			if (ch == JSONL_BAD || (v = jsonl_tree(&r, line, len)) == NULL)
-				why = "";
-			else if ((oc = jtree_str(v, "outcome")) == NULL ||
-			    (strcmp(oc, "done") != 0 && strcmp(oc, "retry") != 0 &&
-			    strcmp(oc, "dead") != 0))
-				why = "\"outcome\" is not done, retry or dead";
-			else if (jtree_str(v, "receipt") == NULL)
-				why = "no \"receipt\": not from a queue";
-			else if ((qn = jtree_str(v, "queue")) != NULL && R->q != NULL &&
-			    !R->named && strcmp(qn, R->q->name) != 0)
-				why = "from another queue than the first record";
-			else if (R->q == NULL && qn == NULL)
-				why = "no \"queue\" and no -Q";
-			if (why != NULL) {
-				if (*why != '\0')
-					qb_lwarn(r.name, r.lineno, "%s", why);
-				yajl_tree_free(v);
-				if (R->strict)
-					exit(QB_EX_DATAERR);
-				R->rc = QB_EX_PARTIAL;
-				continue;
-			}
-			if (R->q == NULL)
-				R->q = queue_open(jtree_str(v, "queue"), 0);
-			memset(&p[n], 0, sizeof(p[n]));
-			p[n].v = v;
-			if (jtree_int(v, "receives", &rc) == -1)
-				rc = 0;
-			id = jtree_str(v, "id");
-			if (oc[0] == 'r' && R->maxr > 0 && rc >= R->maxr) {
-				if ((why = settle_excused(v)) != NULL)
-					qb_note(1, "%s: received %lld times, "
-					    "--max-receives %ld not applied: not "
-					    "the item's fault (%s); released",
-					    id ? id : "an item", rc, R->maxr, why);
-				else {
-					qb_note(1, "%s: received %lld times: dead",
-					    id ? id : "an item", rc);
-					oc = "dead";
-				}
-			}
-			p[n].dead = strcmp(oc, "dead") == 0 && (R->dead->fp != NULL || R->dead->q != NULL);
-			p[n].what = oc[0] == 'r' ? "released" : p[n].dead ?
-			    "dead_lettered" : "deleted";
-			if (++n == SQS_BATCH_MAX) {
-				settle_chunk(R, p, n);
-				n = 0;
-			}
+	for (k = 0; k < (nfiles ? nfiles : 1) && rc == 0; k++) {
+		path = nfiles ? files[k] : "-";
+		if (jsonl_open(&r, path) == -1) {
+			rc = qb_failsys(QB_EX_NOINPUT, "%s", nfiles ? path :
+			    "<stdin>");
+			break;
 		}
+		rc = settle_input(R, &r, p, &n);
 		jsonl_close(&r);
 	}
-	if (n > 0)
-		settle_chunk(R, p, n);
+	if (rc == 0 && n > 0)
+		rc = settle_chunk(R, p, n);
+	else	/* stopped: what was read but not settled stays leased */
+		for (i = 0; i < n; i++)
+			yajl_tree_free(p[i].v);
+	return rc != 0 ? rc : R->rc;
 }

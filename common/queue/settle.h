@@ -34,14 +34,23 @@ struct settler {
 	struct deadletter *dead;
 	double		 rdelay;	/* backoff of a retry at its first receive */
 	long		 maxr;		/* a retry received this often is dead; 0 never */
-	int		 strict;	/* the first bad line exits QB_EX_DATAERR */
+	int		 strict;	/* the first bad line stops with QB_EX_DATAERR */
 	yajl_gen	 g;
 	FILE		*out;		/* settled records */
-	int		 rc;		/* out: QB_EX_PARTIAL if any failed */
+	int		 rc;		/* out: QB_EX_PARTIAL once a record failed */
 };
 
-/* Settle the outcome records in files[0..nfiles-1] (none: standard
- * input) in calls of up to 10, printing each record with "settled". */
-void settle_files(struct settler *s, char **files, int nfiles);
+/*
+ * Settle the outcome records in files[0..nfiles-1] (none: standard
+ * input) in calls of up to SQS_BATCH_MAX, printing each record to s->out
+ * with "settled". A bad record or a failed settlement is reported and
+ * makes the status QB_EX_PARTIAL. Returns 0 or QB_EX_PARTIAL; or, after
+ * reporting it, the status that stopped reading: QB_EX_NOINPUT (an input
+ * that cannot be opened), QB_EX_IOERR (a read or write error),
+ * QB_EX_DATAERR (a bad record under strict), or queue_open's. The
+ * records read but not yet settled when it stopped stay leased and come
+ * back when their leases end.
+ */
+int settle_files(struct settler *s, char **files, int nfiles);
 
 #endif

@@ -307,7 +307,7 @@ spool_take(struct spool *s, struct qbatch *b, size_t max, double lease)
 			continue;
 		if (rename(from, to) == -1)
 			continue;	/* another drainer has it */
-		m = qbatch_add(b);
+		m = qmsg_add(b);
 		if (slurp(to, m) == -1) {
 			/* Leave the lease to expire; the message is not lost. */
 			b->n--;

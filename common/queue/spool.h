@@ -12,7 +12,7 @@
 #define QB_SPOOL_H
 
 #include "base/idmap.h"
-#include "queue/queue.h"
+#include "queue/qmsg.h"
 
 struct spool {
 	char		*dir;		/* absolute path; owned */
@@ -30,7 +30,7 @@ void spool_close(struct spool *s);
 /*
  * Stage the len bytes at p as one message: write tmp/UNIQ and fsync it.
  * It is not visible to drainers until spool_commit, and is removed by
- * spool_discard, spool_close or, if the process exits first, at exit(3)
+ * spool_discard, spool_close or, if the process ends first, as it ends
  * (afile_temp_add). Returns 0, or -1 with errno set (the file removed).
  */
 int spool_put(struct spool *s, const char *p, size_t len);

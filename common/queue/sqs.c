@@ -1,12 +1,12 @@
 /*
  * sqs.c: Amazon SQS over the AWS JSON 1.0 protocol: POST / with
- * X-Amz-Target, the queue named by QueueUrl in the body (PROVIDERS.md
- * §5.1). libcurl signs: it hashes CURLOPT_POSTFIELDS and every header we
- * add, so the body stays in memory and we add only signed-safe headers
- * (§5.6). Batch calls answer 200 with per-entry failures (§5.3): entries
- * that failed on the server's side are sent again alone, never the whole
- * batch. Errors: the code after the last '#' of __type, else the HTTP
- * status (§5.5).
+ * X-Amz-Target, the queue named by QueueUrl in the body (qb-providers(7),
+ * AMAZON SQS "Protocol"). libcurl signs: it hashes CURLOPT_POSTFIELDS and
+ * every header we add, so the body stays in memory and we add only
+ * signed-safe headers ("Signing"). Batch calls answer 200 with per-entry
+ * failures ("Batch calls"): entries that failed on the server's side are
+ * sent again alone, never the whole batch. Errors: the code after the
+ * last '#' of __type, else the HTTP status ("Errors").
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
@@ -60,101 +60,177 @@ hostregion(const char *host, char *out, size_t n)
 	return 0;
 }
 
-void
-sqs_open(struct sqs *q, const char *spec)
+/* Drop the trailing slashes of b. */
+static void
+trim(struct buf *b)
 {
-	char region[64] = "", why[160], *host = NULL, *scheme = NULL, *port = NULL;
-	const char *ep, *v, *e;
+	while (b->len > 0 && b->p[b->len - 1] == '/')
+		b->p[--b->len] = '\0';
+}
+
+/*
+ * "sqs://REGION/ACCOUNT/NAME": the region, and the QueueUrl on ep (else
+ * on the regional endpoint), which is then the endpoint too (in *base).
+ */
+static int
+from_spec(struct sqs *q, const char *spec, const char *ep, char *region,
+    size_t n, struct buf *base)
+{
+	const char *r = spec + 6, *s1 = strchr(r, '/');
+	const char *s2 = s1 != NULL ? strchr(s1 + 1, '/') : NULL;
 	struct buf b = BUF_INIT;
+
+	if (s1 == NULL || s2 == NULL || s1 == r || s2 == s1 + 1 ||
+	    s2[1] == '\0' || strchr(s2 + 1, '/') != NULL ||
+	    (size_t)(s1 - r) >= n)
+		return qb_fail(QB_EX_USAGE, "queue \"%s\": expected "
+		    "sqs://REGION/ACCOUNT/NAME", spec);
+	snprintf(region, n, "%.*s", (int)(s1 - r), r);
+	if (ep == NULL)
+		buf_printf(base, "https://sqs.%s.amazonaws.com", region);
+	buf_puts(&b, ep != NULL ? ep : base->p);
+	trim(&b);
+	buf_puts(&b, s1);
+	q->url = b.p;
+	return 0;
+}
+
+/*
+ * A queue URL: the QueueUrl itself, the region of its host when it is
+ * an AWS one, and (without ep) the endpoint on its scheme, host and port.
+ */
+static int
+from_url(struct sqs *q, const char *spec, const char *ep, char *region,
+    size_t n, struct buf *base)
+{
+	char why[160], *host = NULL, *scheme = NULL, *port = NULL;
 	CURLU *u;
 
-	memset(q, 0, sizeof(*q));
-	ep = envs("AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL");
-	if (strncmp(spec, "sqs://", 6) == 0) {
-		const char *r = spec + 6, *s1 = strchr(r, '/');
-		const char *s2 = s1 != NULL ? strchr(s1 + 1, '/') : NULL;
+	if (http_check_url(spec, why, sizeof(why)) != 0)
+		return qb_fail(QB_EX_USAGE, "queue \"%s\": %s", spec, why);
+	q->url = xstrdup(spec);
+	if ((u = curl_url()) == NULL)
+		qb_oom(0);
+	curl_url_set(u, CURLUPART_URL, spec, 0);
+	curl_url_get(u, CURLUPART_HOST, &host, 0);
+	curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+	curl_url_get(u, CURLUPART_PORT, &port, 0);
+	if (host != NULL)
+		hostregion(host, region, n);
+	if (ep == NULL)
+		buf_printf(base, "%s://%s%s%s", scheme, host,
+		    port != NULL ? ":" : "", port != NULL ? port : "");
+	curl_free(host);
+	curl_free(scheme);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return 0;
+}
 
-		if (s1 == NULL || s2 == NULL || s1 == r || s2 == s1 + 1 ||
-		    s2[1] == '\0' || strchr(s2 + 1, '/') != NULL ||
-		    (size_t)(s1 - r) >= sizeof(region))
-			qb_die(QB_EX_USAGE, "queue \"%s\": expected "
-			    "sqs://REGION/ACCOUNT/NAME", spec);
-		snprintf(region, sizeof(region), "%.*s", (int)(s1 - r), r);
-		if (ep == NULL)
-			buf_printf(&b, "https://sqs.%s.amazonaws.com", region);
-		else
-			buf_puts(&b, ep);
-		while (b.len > 0 && b.p[b.len - 1] == '/')
-			b.p[--b.len] = '\0';
-		buf_puts(&b, s1);
-		q->url = xstrdup(b.p);
-		buf_reset(&b);
-	} else {
-		if (http_check_url(spec, why, sizeof(why)) != 0)
-			qb_die(QB_EX_USAGE, "queue \"%s\": %s", spec, why);
-		q->url = xstrdup(spec);
-		if ((u = curl_url()) == NULL)
-			qb_die(QB_EX_OSERR, "out of memory");
-		curl_url_set(u, CURLUPART_URL, spec, 0);
-		curl_url_get(u, CURLUPART_HOST, &host, 0);
-		curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-		curl_url_get(u, CURLUPART_PORT, &port, 0);
-		if (host != NULL)
-			hostregion(host, region, sizeof(region));
-		if (ep == NULL)
-			buf_printf(&b, "%s://%s%s%s", scheme, host,
-			    port != NULL ? ":" : "", port != NULL ? port : "");
-		curl_free(host);
-		curl_free(scheme);
-		curl_free(port);
-		curl_url_cleanup(u);
-	}
-	if (region[0] == '\0' && (v = envs("AWS_REGION", "AWS_DEFAULT_REGION")) != NULL)
-		snprintf(region, sizeof(region), "%s", v);
-	if (region[0] == '\0')
-		qb_die(QB_EX_CONFIG, "queue \"%s\": no region: set AWS_REGION",
-		    spec);
-	if (ep != NULL) {
-		if (http_check_url(ep, why, sizeof(why)) != 0)
-			qb_die(QB_EX_CONFIG, "endpoint \"%s\": %s", ep, why);
-		buf_puts(&b, ep);
-	}
-	while (b.len > 0 && b.p[b.len - 1] == '/')
-		b.p[--b.len] = '\0';
-	buf_putc(&b, '/');
-	q->endpoint = b.p;
-	snprintf(q->sigv4, sizeof(q->sigv4), "aws:amz:%s:sqs", region);
+/* The keys from the environment; the session token as a header. */
+static int
+credentials(struct sqs *q)
+{
+	struct buf t = BUF_INIT;
+	const char *v;
+
 	if ((v = envs("AWS_ACCESS_KEY_ID", NULL)) == NULL)
-		qb_die(QB_EX_CONFIG, "AWS_ACCESS_KEY_ID is not set");
+		return qb_fail(QB_EX_CONFIG, "AWS_ACCESS_KEY_ID is not set");
 	q->ak = xstrdup(v);
 	if ((v = envs("AWS_SECRET_ACCESS_KEY", NULL)) == NULL)
-		qb_die(QB_EX_CONFIG, "AWS_SECRET_ACCESS_KEY is not set");
+		return qb_fail(QB_EX_CONFIG, "AWS_SECRET_ACCESS_KEY is not set");
 	q->sk = xstrdup(v);
 	if ((v = envs("AWS_SESSION_TOKEN", NULL)) != NULL) {
-		struct buf t = BUF_INIT;
-
 		buf_printf(&t, "X-Amz-Security-Token: %s", v);
 		if ((q->token = curl_slist_append(NULL, t.p)) == NULL)
-			qb_die(QB_EX_OSERR, "out of memory");
+			qb_oom(0);
 		memset(t.p, 0, t.len);
 		buf_free(&t);
 	}
+	return 0;
+}
+
+/* QB_MAX_RETRIES and QB_BACKOFF_BASE, as for the providers' calls. */
+static int
+retries(struct sqs *q)
+{
+	const char *v, *e;
+
 	q->retries = 4;
 	q->backoff = 0.5;
-	q->nrecv = 1;
 	if ((v = envs("QB_MAX_RETRIES", NULL)) != NULL) {
 		q->retries = (int)qb_strtonum(v, 0, 100, &e);
 		if (e != NULL)
-			qb_die(QB_EX_CONFIG, "QB_MAX_RETRIES \"%s\" is %s", v, e);
+			return qb_fail(QB_EX_CONFIG, "QB_MAX_RETRIES \"%s\" is %s",
+			    v, e);
 	}
 	if ((v = envs("QB_BACKOFF_BASE", NULL)) != NULL) {
 		q->backoff = qb_parse_seconds(v, &e);
 		if (e != NULL)
-			qb_die(QB_EX_CONFIG, "QB_BACKOFF_BASE \"%s\" is %s", v, e);
+			return qb_fail(QB_EX_CONFIG, "QB_BACKOFF_BASE \"%s\" is %s",
+			    v, e);
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
-	    (q->curl = curl_easy_init()) == NULL)
-		qb_die(QB_EX_OSERR, "cannot initialise libcurl");
+	return 0;
+}
+
+/*
+ * The region (the spec's, else AWS_REGION's) and where requests go: ep,
+ * else base, with one trailing slash. base is taken over.
+ */
+static int
+endpoint(struct sqs *q, const char *spec, const char *ep, char *region,
+    size_t n, struct buf *base)
+{
+	char why[160];
+	const char *v;
+
+	if (region[0] == '\0' &&
+	    (v = envs("AWS_REGION", "AWS_DEFAULT_REGION")) != NULL)
+		snprintf(region, n, "%s", v);
+	if (region[0] == '\0')
+		return qb_fail(QB_EX_CONFIG, "queue \"%s\": no region: set "
+		    "AWS_REGION", spec);
+	if (ep != NULL) {
+		if (http_check_url(ep, why, sizeof(why)) != 0)
+			return qb_fail(QB_EX_CONFIG, "endpoint \"%s\": %s", ep, why);
+		buf_puts(base, ep);
+	}
+	trim(base);
+	buf_putc(base, '/');
+	q->endpoint = base->p;
+	*base = (struct buf)BUF_INIT;
+	snprintf(q->sigv4, sizeof(q->sigv4), "aws:amz:%s:sqs", region);
+	return 0;
+}
+
+int
+sqs_open(struct sqs *q, const char *spec)
+{
+	char region[64] = "";
+	struct buf base = BUF_INIT;
+	const char *ep;
+	int rc;
+
+	memset(q, 0, sizeof(*q));
+	q->nrecv = 1;
+	ep = envs("AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL");
+	if (strncmp(spec, "sqs://", 6) == 0)
+		rc = from_spec(q, spec, ep, region, sizeof(region), &base);
+	else
+		rc = from_url(q, spec, ep, region, sizeof(region), &base);
+	if (rc == 0)
+		rc = endpoint(q, spec, ep, region, sizeof(region), &base);
+	if (rc == 0)
+		rc = credentials(q);
+	if (rc == 0)
+		rc = retries(q);
+	if (rc == 0 && (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
+	    (q->curl = curl_easy_init()) == NULL))
+		rc = qb_fail(QB_EX_OSERR, "cannot initialise libcurl");
+	buf_free(&base);
+	if (rc != 0)
+		sqs_close(q);
+	return rc;
 }
 
 void
@@ -204,7 +280,7 @@ sqs_setup(struct sqs *q, CURL *c, const char *action, const char *body,
 		h = curl_slist_append(h, s->data);
 	h = curl_slist_append(h, "Content-Type: application/x-amz-json-1.0");
 	if (h == NULL || (h = curl_slist_append(h, tgt)) == NULL)
-		qb_die(QB_EX_OSERR, "out of memory");
+		qb_oom(0);
 	buf_reset(resp);
 	ebuf[0] = '\0';
 	curl_easy_reset(c);
@@ -333,14 +409,93 @@ struct ent {
 	int		 pending;
 };
 
+/*
+ * Write into g the call for the pending entries from *i on, at most
+ * SQS_BATCH_MAX, their indexes into idx; *i moves past the last one.
+ * Returns how many.
+ */
+static size_t
+request(struct sqs *q, yajl_gen g, const struct ent *e, size_t n, size_t *i,
+    size_t *idx)
+{
+	char eid[24];
+	size_t m;
+
+	jout_open(g);
+	jout_kstr(g, "QueueUrl", q->url);
+	jout_key(g, "Entries");
+	yajl_gen_array_open(g);
+	for (m = 0; *i < n && m < SQS_BATCH_MAX; (*i)++) {
+		if (!e[*i].pending)
+			continue;
+		idx[m++] = *i;
+		snprintf(eid, sizeof(eid), "e%zu", *i);
+		jout_open(g);
+		jout_kstr(g, "Id", eid);
+		if (e[*i].body != NULL) {
+			jout_key(g, "MessageBody");
+			jout_strn(g, e[*i].body, e[*i].len);
+		} else
+			jout_kstr(g, "ReceiptHandle", e[*i].receipt);
+		if (e[*i].vis >= 0)
+			jout_kint(g, "VisibilityTimeout", e[*i].vis);
+		jout_close(g);
+	}
+	yajl_gen_array_close(g);
+	return m;
+}
+
+/*
+ * The entries of answer v's "Failed" (qb-providers(7), AMAZON SQS "Batch
+ * calls"): one the server failed is pending again while retries are
+ * left; any other carries its status and why. Returns how many are
+ * pending again.
+ */
+static int
+failed(struct sqs *q, const char *action, struct ent *e, size_t n,
+    yajl_val v, int attempt)
+{
+	yajl_val f = jtree_get(v, "Failed"), x;
+	const char *id, *code, *msg;
+	size_t k, i;
+	int again = 0;
+
+	for (k = 0; f != NULL && YAJL_IS_ARRAY(f) && k < f->u.array.len; k++) {
+		x = f->u.array.values[k];
+		if ((id = jtree_str(x, "Id")) == NULL || id[0] != 'e' ||
+		    (i = strtoul(id + 1, NULL, 10)) >= n)
+			continue;
+		code = jtree_str(x, "Code");
+		msg = jtree_str(x, "Message");
+		snprintf(e[i].why, e[i].whylen, "%s: %s%s%s", action,
+		    code ? code : "failed", msg ? ": " : "", msg ? msg : "");
+		if (!jtree_true(x, "SenderFault") && attempt < q->retries) {
+			e[i].pending = 1;	/* the server's fault: again, alone */
+			again++;
+			continue;
+		}
+		*e[i].rc = jtree_true(x, "SenderFault") ?
+		    QB_EX_UNAVAILABLE : QB_EX_TEMPFAIL;
+		/* AWS: InvalidParameterValue "...receipt handle has expired". */
+		if (e[i].expired != NULL && ((code != NULL &&
+		    strcmp(code, "MessageNotInflight") == 0) ||
+		    (msg != NULL && strstr(msg, "expired") != NULL)))
+			*e[i].expired = 1;
+	}
+	return again;
+}
+
+/*
+ * One batch action over e[0..n-1], in calls of SQS_BATCH_MAX, until no
+ * entry is pending. Returns 0, or the status of a whole call that failed
+ * (QB_EX_NOPERM before any other), which its entries carry too.
+ */
 static int
 batch(struct sqs *q, const char *action, struct ent *e, size_t n)
 {
-	yajl_val v, f, x;
+	size_t i, k, m, idx[SQS_BATCH_MAX];
 	yajl_gen g;
-	size_t i, k, idx[SQS_BATCH_MAX], m;
-	const char *id, *code, *msg;
-	char eid[24];
+	yajl_val v;
 	int attempt, st, worst = 0, left;
 
 	for (i = 0; i < n; i++)
@@ -349,71 +504,23 @@ batch(struct sqs *q, const char *action, struct ent *e, size_t n)
 		left = 0;
 		for (i = 0; i < n;) {
 			g = jout_new();
-			jout_open(g);
-			jout_kstr(g, "QueueUrl", q->url);
-			jout_key(g, "Entries");
-			yajl_gen_array_open(g);
-			for (m = 0; i < n && m < SQS_BATCH_MAX; i++) {
-				if (!e[i].pending)
-					continue;
-				idx[m++] = i;
-				snprintf(eid, sizeof(eid), "e%zu", i);
-				jout_open(g);
-				jout_kstr(g, "Id", eid);
-				if (e[i].body != NULL) {
-					jout_key(g, "MessageBody");
-					jout_strn(g, e[i].body, e[i].len);
-				} else
-					jout_kstr(g, "ReceiptHandle", e[i].receipt);
-				if (e[i].vis >= 0)
-					jout_kint(g, "VisibilityTimeout", e[i].vis);
-				jout_close(g);
-			}
-			yajl_gen_array_close(g);
-			if (m == 0) {
+			if ((m = request(q, g, e, n, &i, idx)) == 0) {
 				yajl_gen_free(g);
 				break;
 			}
-			if ((st = send_gen(q, g, action, 0, &v)) != 0) {
-				for (k = 0; k < m; k++) {
-					*e[idx[k]].rc = st;
-					snprintf(e[idx[k]].why, e[idx[k]].whylen, "%s", q->err);
-					e[idx[k]].pending = 0;
-				}
-				if (worst == 0 || st == QB_EX_NOPERM)
-					worst = st;
-				continue;
-			}
+			st = send_gen(q, g, action, 0, &v);
 			for (k = 0; k < m; k++) {
-				*e[idx[k]].rc = 0;
+				*e[idx[k]].rc = st;
+				if (st != 0)
+					snprintf(e[idx[k]].why, e[idx[k]].whylen,
+					    "%s", q->err);
 				e[idx[k]].pending = 0;
 			}
-			f = jtree_get(v, "Failed");
-			for (k = 0; f != NULL && YAJL_IS_ARRAY(f) && k < f->u.array.len; k++) {
-				x = f->u.array.values[k];
-				if ((id = jtree_str(x, "Id")) == NULL || id[0] != 'e' ||
-				    (size_t)strtoul(id + 1, NULL, 10) >= n)
-					continue;
-				i = strtoul(id + 1, NULL, 10);
-				code = jtree_str(x, "Code");
-				msg = jtree_str(x, "Message");
-				snprintf(e[i].why, e[i].whylen, "%s: %s%s%s", action,
-				    code ? code : "failed", msg ? ": " : "", msg ? msg : "");
-				if (!jtree_true(x, "SenderFault") && attempt < q->retries) {
-					e[i].pending = 1;	/* the server's fault: again, alone */
-					left++;
-					continue;
-				}
-				*e[i].rc = jtree_true(x, "SenderFault") ?
-				    QB_EX_UNAVAILABLE : QB_EX_TEMPFAIL;
-				/* AWS: InvalidParameterValue "...receipt handle has expired". */
-				if (e[i].expired != NULL && ((code != NULL &&
-				    strcmp(code, "MessageNotInflight") == 0) ||
-				    (msg != NULL && strstr(msg, "expired") != NULL)))
-					*e[i].expired = 1;
-			}
+			if (st != 0 && (worst == 0 || st == QB_EX_NOPERM))
+				worst = st;
+			if (st == 0)
+				left += failed(q, action, e, n, v, attempt);
 			yajl_tree_free(v);
-			i = idx[m - 1] + 1;
 		}
 		if (left == 0)
 			return worst;

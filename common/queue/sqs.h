@@ -1,6 +1,7 @@
 /*
  * sqs.h: an Amazon SQS client over the AWS JSON 1.0 protocol
- * (PROVIDERS.md §5), signed by libcurl's CURLOPT_AWS_SIGV4 (§5.6).
+ * (qb-providers(7), AMAZON SQS), signed by libcurl's CURLOPT_AWS_SIGV4
+ * (AMAZON SQS "Signing").
  * Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
  * AWS_SESSION_TOKEN, never from argv, and never appear in a message.
  * SPDX-License-Identifier: ISC
@@ -13,11 +14,12 @@
 #include <yajl/yajl_tree.h>
 
 #include "base/buf.h"
-#include "queue/queue.h"
+#include "queue/qmsg.h"
 
-#define SQS_BATCH_MAX	10	/* entries per batch call, messages per receive (§5.4) */
-#define SQS_WAIT_MAX	20	/* long-poll seconds (§5.2) */
-#define SQS_VIS_MAX	43200	/* visibility timeout seconds, 12 h (§5.4) */
+/* The service's limits (qb-providers(7), AMAZON SQS "Limits"). */
+#define SQS_BATCH_MAX	10	/* entries per batch call, messages per receive */
+#define SQS_WAIT_MAX	20	/* long-poll seconds */
+#define SQS_VIS_MAX	43200	/* visibility timeout seconds, 12 h */
 #define SQS_RECEIVERS_MAX 16	/* ReceiveMessage calls in flight at once */
 
 struct sqs_slot;
@@ -44,17 +46,22 @@ struct sqs {
  * (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME). The region is the
  * spec's, else the URL host's, else AWS_REGION, else AWS_DEFAULT_REGION;
  * the endpoint AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else the
- * URL's own or the regional one. Exits QB_EX_CONFIG (missing credentials
- * or region) or QB_EX_USAGE (a spec that is neither) after saying why.
+ * URL's own or the regional one. Returns 0, or after saying why
+ * QB_EX_USAGE (a spec that is neither), QB_EX_CONFIG (no credentials or
+ * region, a bad endpoint, QB_MAX_RETRIES or QB_BACKOFF_BASE) or
+ * QB_EX_OSERR (libcurl would not start); q is then closed.
  */
-void sqs_open(struct sqs *q, const char *spec);
+int sqs_open(struct sqs *q, const char *spec);
+/* Free (and wipe the credentials of) what sqs_open made; q is zeroed. */
 void sqs_close(struct sqs *q);
 /*
  * ReceiveMessage with up to q->nrecv calls in flight, each asking what
  * is still missing and long polling wait seconds (0-20, never past the
  * budget): leases up to max messages into b for vis seconds from the
  * call, calling again until max came or budget seconds passed. Messages
- * beyond max are released at once. Returns 0 or a QB_EX_* status.
+ * beyond max are released at once. Returns 0, or a QB_EX_* status with
+ * q->err saying why (not reported); the messages leased before it stay
+ * in b.
  */
 int sqs_receive(struct sqs *q, struct qbatch *b, size_t max, int wait,
     double budget, double vis);
@@ -63,12 +70,14 @@ int sqs_receive(struct sqs *q, struct qbatch *b, size_t max, int wait,
  * (QA_RELEASE, VisibilityTimeout = delay) for s[0..n-1], in calls of 10.
  * Entries that fail on the server's side are retried alone; each entry's
  * rc/why/expired say how it ended. Returns 0, or the QB_EX_* status of a
- * whole call that failed (its entries carry it too).
+ * whole call that failed (its entries carry it too; q->err says why; not
+ * reported).
  */
 int sqs_settle(struct sqs *q, struct qsettle *s, size_t n);
 /*
  * SendMessageBatch of bodies[0..n-1] (lens[i] bytes each), n <= 10,
- * failed entries retried alone. Returns 0 or a QB_EX_* status.
+ * failed entries retried alone. Returns 0, or a QB_EX_* status after
+ * reporting each failure (as warnings: the caller decides what ends).
  */
 int sqs_send(struct sqs *q, char *const *bodies, const size_t *lens, size_t n);
 
