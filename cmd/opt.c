@@ -1,5 +1,6 @@
 /*
- * opt.c: shared -h -V -v -q handling, usage and version output.
+ * opt.c: shared -h -V -v -q handling, usage and version output; the
+ * provider options and --strict.
  * SPDX-License-Identifier: ISC
  */
 #include <stdio.h>
@@ -38,6 +39,24 @@ qb_common_opt(int ch, const char *usage, const char *help)
 		break;
 	default:
 		qb_usage(usage);
+	}
+}
+
+void
+opt_provider(int ch, const char *arg, struct opt_provider *po)
+{
+	switch (ch) {
+	case QB_OPT_BASE_URL:
+		po->base = arg;
+		break;
+	case QB_OPT_KEY_FILE:
+		po->keyfile = arg;
+		break;
+	case QB_OPT_STRICT:
+		po->strict = 1;
+		break;
+	default:
+		qb_bug("option %d is not a provider option", ch);
 	}
 }
 

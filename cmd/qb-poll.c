@@ -553,9 +553,10 @@ main(int argc, char *argv[])
 	 * With a ledger, one run at a time, lest an older poll's rewrite
 	 * undo a newer one's; the rewrite merges appends.
 	 */
-	if (o.ledger != NULL)
-		ledger_init(&led, o.ledger);
-	jobs_load(&P.js, o.ledger != NULL ? &led : NULL, "poll", argv, argc);
+	if ((o.ledger != NULL && (rc = ledger_init(&led, o.ledger)) != 0) ||
+	    (rc = jobs_load(&P.js, o.ledger != NULL ? &led : NULL, "poll",
+	    argv, argc)) != 0)
+		exit(rc);
 	if (P.js.nbad > 0)
 		P.rejected = 1;
 	for (i = 0; i < P.js.n; i++) {

@@ -428,10 +428,10 @@ main(int argc, char *argv[])
 	provider_time(R.now, R.at, sizeof(R.at));
 	jobs_init(&R.js, sizeof(struct job), 0);
 	/* One run at a time (qb-poll's lock; a dry run only reads). */
-	if (o.ledger != NULL)
-		ledger_init(&led, o.ledger);
-	jobs_load(&R.js, o.ledger != NULL ? &led : NULL, o.dry ? NULL : "reap",
-	    argv, argc);
+	if ((o.ledger != NULL && (rc = ledger_init(&led, o.ledger)) != 0) ||
+	    (rc = jobs_load(&R.js, o.ledger != NULL ? &led : NULL,
+	    o.dry ? NULL : "reap", argv, argc)) != 0)
+		exit(rc);
 	if (R.js.nbad > 0)
 		fail(&R, QB_EX_PARTIAL);
 
