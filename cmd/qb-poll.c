@@ -242,7 +242,8 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
  * How far a running batch is, for -v, into out: ", 120/500 requests
  * done" when it counts requests as it goes, else the time since it was
  * made against its window (", 2h13m of 24h"): Anthropic's counts stay
- * zero until the batch ends (PROVIDERS.md §2.4).
+ * zero until the batch ends (qb-providers(7), ANTHROPIC "Status and
+ * counts").
  */
 static void
 progress(const struct provider_job *pj, char *out, size_t n)
