@@ -48,7 +48,7 @@ struct custody_file {
 	const char	*src;		/* its input's name, for messages */
 	unsigned long	 lineno;	/* and its line there */
 	yajl_val	 rec;		/* the pack record, checked */
-	const char	*file, *sha;	/* its "file" and "sha256" */
+	const char	*file, *sha;	/* its "file", "sha256" (64 hex digits) */
 	const struct provider *p;	/* where it goes */
 	/* Out, from custody_ask; custody_release frees them: */
 	int		 status;	/* CUSTODY_STOP: a QB_EX_* status */
@@ -86,8 +86,9 @@ void custody_free(struct custody *c);
  * reaped or ran nothing (CREATE, with f->reuse). Then the file must still
  * have its digest (else REJECT), and one that no job or intent holds is
  * looked for among the batches of the last c->lookback seconds where
- * batches carry the digest (ADOPT, or CREATE). Each answer but CREATE and
- * ADOPT is said on stderr at f->src:f->lineno; STOP gives f->status.
+ * batches carry the digest (ADOPT, or CREATE). Each answer but CREATE is
+ * said on stderr at f->src:f->lineno (CREATE only with -v); STOP gives
+ * f->status. Providers are asked over c->conns, opened on first use.
  */
 enum custody_say custody_ask(struct custody *c, struct custody_file *f);
 /* Free what custody_ask put in f. */
