@@ -11,26 +11,26 @@
 #include "opt.h"
 
 void
-qb_usage(const char *usage)
+opt_usage(const char *usage)
 {
 	fprintf(stderr, "usage: %s %s\n", qb_prog(), usage);
 	exit(QB_EX_USAGE);
 }
 
 void
-qb_common_opt(int ch, const char *usage, const char *help)
+opt_common(int ch, const char *usage, const char *help)
 {
 	switch (ch) {
 	case 'h':
 		printf("usage: %s %s\n%s", qb_prog(), usage, help);
-		qb_close_stdout();
+		opt_close_stdout();
 		exit(QB_EX_OK);
 	case 'q':
 		qb_verbose = -1;
 		break;
 	case 'V':
 		printf("%s %s\n", qb_prog(), QB_VERSION);
-		qb_close_stdout();
+		opt_close_stdout();
 		exit(QB_EX_OK);
 	case 'v':
 		if (qb_verbose < 0)
@@ -38,7 +38,7 @@ qb_common_opt(int ch, const char *usage, const char *help)
 		qb_verbose++;
 		break;
 	default:
-		qb_usage(usage);
+		opt_usage(usage);
 	}
 }
 
@@ -61,7 +61,7 @@ opt_provider(int ch, const char *arg, struct opt_provider *po)
 }
 
 void
-qb_close_stdout(void)
+opt_close_stdout(void)
 {
 	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");

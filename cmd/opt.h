@@ -2,7 +2,7 @@
  * opt.h: the options every tool shares (-h -V -v -q), usage and version;
  * the options of the tools that talk to a provider (--base-url,
  * --key-file) and of those that read records strictly (--strict). Each
- * tool keeps its own getopt_long loop and calls qb_common_opt() from its
+ * tool keeps its own getopt_long loop and calls opt_common() from its
  * default case, opt_provider() from the cases of the shared options.
  * SPDX-License-Identifier: ISC
  */
@@ -65,12 +65,12 @@ void opt_provider(int ch, const char *arg, struct opt_provider *po);
  * -q lowers qb_verbose. Any other ch is a usage error: the synopsis goes
  * to stderr and the tool exits QB_EX_USAGE.
  */
-void qb_common_opt(int ch, const char *usage, const char *help);
+void opt_common(int ch, const char *usage, const char *help);
 
 /* Print "usage: prog SYNOPSIS" to stderr and exit QB_EX_USAGE. */
-void qb_usage(const char *usage) __attribute__((noreturn));
+void opt_usage(const char *usage) __attribute__((noreturn));
 
 /* Check and close stdout at exit; exits QB_EX_IOERR on failure. */
-void qb_close_stdout(void);
+void opt_close_stdout(void);
 
 #endif

@@ -522,11 +522,11 @@ options(struct opts *o, int argc, char *argv[], char ***files)
 			opt_provider(ch, optarg, &o->po);
 			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 	}
 	if (o->ledger != NULL && optind < argc)
-		qb_usage(usage);
+		opt_usage(usage);
 	if ((rc = afile_need_dir(dir)) != 0)
 		exit(rc);
 	if ((o->dir = realpath(dir, NULL)) == NULL)
@@ -614,6 +614,6 @@ main(int argc, char *argv[])
 	if (lp != NULL)
 		ledger_free(lp);
 	free(o.dir);
-	qb_close_stdout();
+	opt_close_stdout();
 	return status(&P, timedout);
 }

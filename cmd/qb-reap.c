@@ -401,11 +401,11 @@ options(struct opts *o, int argc, char *argv[], char ***files)
 			opt_provider(ch, optarg, &o->po);
 			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 	}
 	if (o->ledger != NULL && optind < argc)
-		qb_usage(usage);
+		opt_usage(usage);
 	*files = argv + optind;
 	return argc - optind;
 }
@@ -522,6 +522,6 @@ main(int argc, char *argv[])
 	reap_free(&R);
 	if (lp != NULL)
 		ledger_free(lp);
-	qb_close_stdout();
+	opt_close_stdout();
 	return R.rc;
 }

@@ -829,7 +829,7 @@ main(int argc, char *argv[])
 			o.unbuffered = 1;
 			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 	}
 	if (o.ledger != NULL && o.dir == NULL)
@@ -884,7 +884,7 @@ main(int argc, char *argv[])
 	}
 	finish(&rc);
 	summary(&rc);
-	qb_close_stdout();
+	opt_close_stdout();
 	if (rc.ioerr)
 		k = QB_EX_IOERR;
 	else if (rc.naccount > 0)

@@ -241,7 +241,7 @@ options(struct opts *o, int argc, char *argv[])
 			syncopt(o, ch, optarg);
 			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 	}
 	if (o->nsyncopt > 0 && !o->sync)
@@ -264,7 +264,7 @@ synchronous(struct opts *o, char **files)
 	o->so.keyfile = o->po.keyfile;
 	o->so.strict = o->po.strict;
 	if ((rc = sync_run(&o->so, files)) != QB_EX_IOERR)
-		qb_close_stdout();	/* else already said */
+		opt_close_stdout();	/* else already said */
 	return rc;
 }
 
@@ -287,7 +287,7 @@ batches(struct opts *o, char **files)
 	fatal = r.fatal;
 	rc = submit_end(&r, worst);
 	if (!fatal)
-		qb_close_stdout();	/* else already said, or --strict */
+		opt_close_stdout();	/* else already said, or --strict */
 	return rc;
 }
 
