@@ -1,5 +1,6 @@
 /*
- * opt.c: shared -h -V -v -q handling, usage and version output.
+ * opt.c: shared -h -V -v -q handling, usage and version output; the
+ * provider options and --strict.
  * SPDX-License-Identifier: ISC
  */
 #include <stdio.h>
@@ -10,26 +11,26 @@
 #include "opt.h"
 
 void
-qb_usage(const char *usage)
+opt_usage(const char *usage)
 {
 	fprintf(stderr, "usage: %s %s\n", qb_prog(), usage);
 	exit(QB_EX_USAGE);
 }
 
 void
-qb_common_opt(int ch, const char *usage, const char *help)
+opt_common(int ch, const char *usage, const char *help)
 {
 	switch (ch) {
 	case 'h':
 		printf("usage: %s %s\n%s", qb_prog(), usage, help);
-		qb_close_stdout();
+		opt_close_stdout();
 		exit(QB_EX_OK);
 	case 'q':
 		qb_verbose = -1;
 		break;
 	case 'V':
 		printf("%s %s\n", qb_prog(), QB_VERSION);
-		qb_close_stdout();
+		opt_close_stdout();
 		exit(QB_EX_OK);
 	case 'v':
 		if (qb_verbose < 0)
@@ -37,12 +38,30 @@ qb_common_opt(int ch, const char *usage, const char *help)
 		qb_verbose++;
 		break;
 	default:
-		qb_usage(usage);
+		opt_usage(usage);
 	}
 }
 
 void
-qb_close_stdout(void)
+opt_provider(int ch, const char *arg, struct opt_provider *po)
+{
+	switch (ch) {
+	case QB_OPT_BASE_URL:
+		po->base = arg;
+		break;
+	case QB_OPT_KEY_FILE:
+		po->keyfile = arg;
+		break;
+	case QB_OPT_STRICT:
+		po->strict = 1;
+		break;
+	default:
+		qb_bug("option %d is not a provider option", ch);
+	}
+}
+
+void
+opt_close_stdout(void)
 {
 	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");

@@ -598,11 +598,11 @@ options(struct opts *o, int argc, char *argv[])
 				e = "more than 20";
 			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 		if (e != NULL) {
 			qb_warn("-%c %s: %s", ch < 256 ? ch : '-', optarg, e);
-			qb_usage(usage);
+			opt_usage(usage);
 		}
 	}
 	return optind;
@@ -618,25 +618,25 @@ check(const struct opts *o, int nfiles)
 	    (nfiles > 0 && !o->enqueue && !o->settle)) {
 		qb_warn("--enqueue, --settle and --commit exclude each other; "
 		    "only they read files");
-		qb_usage(usage);
+		opt_usage(usage);
 	}
 	if (o->maxr > 0 && o->dl == NULL && o->dlq == NULL) {
 		qb_warn("--max-receives needs --dead-letter or --dead-letter-queue");
-		qb_usage(usage);
+		opt_usage(usage);
 	}
 	if (o->queue == NULL && !o->settle) {
 		qb_warn("no queue: give -Q or set QB_QUEUE");
-		qb_usage(usage);
+		opt_usage(usage);
 	}
 	if (o->commit && (o->out == NULL || strcmp(o->out, "-") == 0) &&
 	    fstat(1, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
 		qb_warn("--commit with standard output a pipe: custody must pass "
 		    "with --settle once the outcome is known");
-		qb_usage(usage);
+		opt_usage(usage);
 	}
 	if (o->commit && o->queue != NULL && strcmp(o->queue, "-") == 0) {
 		qb_warn("--commit needs a queue to delete from");
-		qb_usage(usage);
+		opt_usage(usage);
 	}
 }
 
@@ -698,7 +698,7 @@ finish(struct run *R, int rc)
 	yajl_gen_free(R->g);
 	if (rc != 0)
 		return rc;
-	qb_close_stdout();
+	opt_close_stdout();
 	return R->rc;
 }
 

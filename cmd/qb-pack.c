@@ -524,13 +524,13 @@ main(int argc, char *argv[])
 			o.strict = 1;
 			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (o.dir == NULL)
-		qb_usage(usage);
+		opt_usage(usage);
 	if ((o.prov = provider_find(pname)) == NULL)
 		qb_die(QB_EX_USAGE, "unknown provider \"%s\"", pname);
 	if (o.endpoint == NULL)
@@ -627,7 +627,7 @@ main(int argc, char *argv[])
 	    "%lu final outcomes and %lu blank lines skipped", pk.nin,
 	    pk.nin - pk.nbad - pk.nfinal, pk.nfiles, pk.nfiles == 1 ? "" : "s",
 	    pk.nbad, pk.nfinal, pk.nblank);
-	qb_close_stdout();
+	opt_close_stdout();
 	if (rc == QB_EX_OK && pk.nbad > 0)
 		rc = QB_EX_PARTIAL;
 	return rc;

@@ -45,28 +45,27 @@ static const char usage[] =
     "[-hqVvw] [--strict] [--base-url url] [-d dir] [--interval seconds]\n"
     "       [--key-file file] [-t seconds] [-i ledger | file ...]";
 static const char help[] =
-    "      --base-url URL     the provider's API base URL (default from\n"
-    "                         OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the\n"
-    "                         provider's public API)\n"
+    QB_HELP_BASE_URL
     "  -d, --dir DIR          write result files into DIR (default .)\n"
     "  -i, --in-place FILE    update the ledger FILE; print only the jobs that\n"
     "                         ended in this run\n"
     "      --interval S       first pause between polls with -w (default 5)\n"
-    "      --key-file FILE    read the API key from the first line of FILE\n"
-    "      --strict           stop at the first bad line (exit 65)\n"
+    QB_HELP_KEY_FILE
+    QB_HELP_STRICT
     "  -t, --timeout S        start no request after S seconds (default 90000)\n"
     "  -w, --wait             poll until every job has ended\n"
     "  -h, -V, -v, -q         help, version, verbose, quiet\n";
 
 #define INTERVAL_MAX	60.0	/* seconds between polls, at most */
 
-enum { OPT_BASE = 256, OPT_INTERVAL, OPT_KEY, OPT_STRICT };
+enum { OPT_INTERVAL = 256 };
 
 struct opts {
-	const char	*base, *keyfile, *ledger;
+	const char	*ledger;
+	struct opt_provider po;		/* --base-url, --key-file, --strict */
 	char		*dir;		/* absolute (realpath) */
 	double		 interval, timeout;
-	int		 strict, wait;
+	int		 wait;
 };
 
 enum state { J_ENDED, J_PENDING, J_DONE };
@@ -243,7 +242,8 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
  * How far a running batch is, for -v, into out: ", 120/500 requests
  * done" when it counts requests as it goes, else the time since it was
  * made against its window (", 2h13m of 24h"): Anthropic's counts stay
- * zero until the batch ends (PROVIDERS.md §2.4).
+ * zero until the batch ends (qb-providers(7), ANTHROPIC "Status and
+ * counts").
  */
 static void
 progress(const struct provider_job *pj, char *out, size_t n)
@@ -295,7 +295,7 @@ poll_one(struct poll *P, struct job *j)
 		failed(P, j, "cannot poll this provider", 0);
 		return;
 	}
-	provider_check(p, P->o->base, P->o->keyfile, 1);
+	provider_check(p, P->o->po.base, P->o->po.keyfile, 1);
 	h = provider_conn(&P->conns, p);
 	h->deadline = P->deadline;
 	if ((rc = p->get(h, id, &batch)) != 0) {
@@ -465,32 +465,31 @@ run(struct poll *P, struct ledger *led)
 	return 0;
 }
 
-int
-main(int argc, char *argv[])
+/*
+ * Read the options into o; returns the operands' count, their first in
+ * *files. The result directory must exist: it is named by absolute path,
+ * since jobs outlive the directory they were polled from.
+ */
+static int
+options(struct opts *o, int argc, char *argv[], char ***files)
 {
 	static const struct option longopts[] = {
-		{ "base-url", required_argument, NULL, OPT_BASE },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "in-place", required_argument, NULL, 'i' },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
-		{ "key-file", required_argument, NULL, OPT_KEY },
-		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "wait", no_argument, NULL, 'w' },
+		QB_PROVIDER_LONGOPTS,
+		QB_STRICT_LONGOPT,
 		QB_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct ledger led;
-	struct poll P;
-	struct opts o;
 	const char *errstr, *dir = ".";
-	size_t i;
-	int ch, rc, timedout;
+	int ch, rc;
 
-	qb_setprog(argv[0]);
-	memset(&o, 0, sizeof(o));
-	o.interval = 5;
-	o.timeout = 86400 + 3600;
+	memset(o, 0, sizeof(*o));
+	o->interval = 5;
+	o->timeout = 86400 + 3600;
 	while ((ch = getopt_long(argc, argv, "d:hi:qt:Vvw", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
@@ -498,74 +497,111 @@ main(int argc, char *argv[])
 			dir = optarg;
 			break;
 		case 'i':
-			o.ledger = optarg;
+			o->ledger = optarg;
 			break;
 		case 't':
-			o.timeout = qb_parse_seconds(optarg, &errstr);
+			o->timeout = qb_parse_seconds(optarg, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--timeout %s: %s", optarg,
 				    errstr);
 			break;
 		case 'w':
-			o.wait = 1;
-			break;
-		case OPT_BASE:
-			o.base = optarg;
+			o->wait = 1;
 			break;
 		case OPT_INTERVAL:
-			o.interval = qb_parse_seconds(optarg, &errstr);
-			if (errstr == NULL && o.interval <= 0)
+			o->interval = qb_parse_seconds(optarg, &errstr);
+			if (errstr == NULL && o->interval <= 0)
 				errstr = "too small";
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--interval %s: %s", optarg,
 				    errstr);
 			break;
-		case OPT_KEY:
-			o.keyfile = optarg;
-			break;
-		case OPT_STRICT:
-			o.strict = 1;
+		case QB_OPT_BASE_URL:
+		case QB_OPT_KEY_FILE:
+		case QB_OPT_STRICT:
+			opt_provider(ch, optarg, &o->po);
 			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (o.ledger != NULL && argc > 0)
-		qb_usage(usage);
+	if (o->ledger != NULL && optind < argc)
+		opt_usage(usage);
 	if ((rc = afile_need_dir(dir)) != 0)
-		return rc;
-	/* Results are named by absolute path: jobs outlive the directory. */
-	if ((o.dir = realpath(dir, NULL)) == NULL)
+		exit(rc);
+	if ((o->dir = realpath(dir, NULL)) == NULL)
 		qb_diesys(QB_EX_NOINPUT, "%s", dir);
-	provider_check(provider_find("openai"), o.base, o.keyfile, 0);
+	*files = argv + optind;
+	return argc - optind;
+}
+
+/*
+ * Read the jobs: from the ledger led if not NULL, else from the files
+ * (standard input when nfiles is 0). With a ledger, one run at a time,
+ * lest an older poll's rewrite undo a newer one's; the rewrite merges
+ * appends. Returns 0 or the status of a failure, reported.
+ */
+static int
+load(struct poll *P, struct ledger *led, char **files, int nfiles)
+{
+	struct job *j;
+	size_t i;
+	int rc;
+
+	jobs_init(&P->js, sizeof(struct job), P->o->po.strict);
+	if ((led != NULL && (rc = ledger_init(led, P->o->ledger)) != 0) ||
+	    (rc = jobs_load(&P->js, led, "poll", files, nfiles)) != 0)
+		return rc;
+	if (P->js.nbad > 0)
+		P->rejected = 1;
+	for (i = 0; i < P->js.n; i++) {
+		j = jobs_at(&P->js, i);
+		j->state = jtree_true(j->r.rec, "ended") &&
+		    !unfetched(j->r.rec) ? J_ENDED : J_PENDING;
+	}
+	return 0;
+}
+
+/* The run's exit status (qb-poll(1) EXIT STATUS). */
+static int
+status(const struct poll *P, int timedout)
+{
+	if (P->fatal)
+		return P->fatal;
+	if (P->temp || timedout)
+		return QB_EX_TEMPFAIL;
+	if (P->proto)
+		return QB_EX_PROTOCOL;
+	if (P->ioerr)
+		return QB_EX_IOERR;
+	return P->rejected ? QB_EX_PARTIAL : QB_EX_OK;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct ledger led, *lp;
+	struct poll P;
+	struct opts o;
+	char **files;
+	int nfiles, rc, timedout;
+
+	qb_setprog(argv[0]);
+	nfiles = options(&o, argc, argv, &files);
+	lp = o.ledger != NULL ? &led : NULL;
+	provider_check(provider_find("openai"), o.po.base, o.po.keyfile, 0);
 
 	memset(&P, 0, sizeof(P));
 	P.o = &o;
 	P.deadline = qtime_mono() + o.timeout;
-	P.conns.base = o.base;
-	P.conns.keyfile = o.keyfile;
+	P.conns.base = o.po.base;
+	P.conns.keyfile = o.po.keyfile;
 	P.g = jout_new();
 	P.tty = isatty(2) && qb_verbose >= 0;
-	jobs_init(&P.js, sizeof(struct job), o.strict);
-	/*
-	 * With a ledger, one run at a time, lest an older poll's rewrite
-	 * undo a newer one's; the rewrite merges appends.
-	 */
-	if (o.ledger != NULL)
-		ledger_init(&led, o.ledger);
-	jobs_load(&P.js, o.ledger != NULL ? &led : NULL, "poll", argv, argc);
-	if (P.js.nbad > 0)
-		P.rejected = 1;
-	for (i = 0; i < P.js.n; i++) {
-		struct job *j = jobs_at(&P.js, i);
+	if ((rc = load(&P, lp, files, nfiles)) != 0)
+		exit(rc);
 
-		j->state = jtree_true(j->r.rec, "ended") &&
-		    !unfetched(j->r.rec) ? J_ENDED : J_PENDING;
-	}
-
-	timedout = run(&P, o.ledger != NULL ? &led : NULL);
+	timedout = run(&P, lp);
 	if (P.tty)
 		fputc('\n', stderr);
 	/* Waiting outlasted any passing trouble if every job ended. */
@@ -575,17 +611,9 @@ main(int argc, char *argv[])
 	provider_conns_free(&P.conns);
 	jobs_free(&P.js);
 	yajl_gen_free(P.g);
-	if (o.ledger != NULL)
-		ledger_free(&led);
+	if (lp != NULL)
+		ledger_free(lp);
 	free(o.dir);
-	qb_close_stdout();
-	if (P.fatal)
-		return P.fatal;
-	if (P.temp || timedout)
-		return QB_EX_TEMPFAIL;
-	if (P.proto)
-		return QB_EX_PROTOCOL;
-	if (P.ioerr)
-		return QB_EX_IOERR;
-	return P.rejected ? QB_EX_PARTIAL : QB_EX_OK;
+	opt_close_stdout();
+	return status(&P, timedout);
 }

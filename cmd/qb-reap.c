@@ -39,22 +39,21 @@ static const char usage[] =
     "[-hqVv] [--dry-run] [--base-url url] [--key-file file]\n"
     "       [--older-than duration] [--reap-unknown] [-i ledger | file ...]";
 static const char help[] =
-    "      --base-url URL     the provider's API base URL (default from\n"
-    "                         OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the\n"
-    "                         provider's public API)\n"
+    QB_HELP_BASE_URL
     "      --dry-run          only read: say what would be cancelled or reaped\n"
     "  -i, --in-place FILE    update the ledger FILE; print only the jobs\n"
     "                         reaped in this run\n"
-    "      --key-file FILE    read the API key from the first line of FILE\n"
+    QB_HELP_KEY_FILE
     "      --older-than D     cancel the batches made D or more ago (90m, 26h)\n"
     "      --reap-unknown     reap batches the provider does not know even\n"
     "                         when none of its other batches answered\n"
     "  -h, -V, -v, -q         help, version, verbose, quiet\n";
 
-enum { OPT_BASE = 256, OPT_DRY, OPT_KEY, OPT_OLDER, OPT_UNKNOWN };
+enum { OPT_DRY = 256, OPT_OLDER, OPT_UNKNOWN };
 
 struct opts {
-	const char	*base, *keyfile, *ledger;
+	const char	*ledger;
+	struct opt_provider po;		/* --base-url, --key-file */
 	double		 older;		/* seconds; < 0: cancel nothing */
 	int		 dry;
 	int		 unknown;	/* --reap-unknown */
@@ -287,7 +286,7 @@ reap_one(struct reap *R, struct job *j)
 	}
 	cancel = !lost && stale(R, j);
 	post = cancel && !R->o->dry;	/* --dry-run: GETs only */
-	provider_check(p, R->o->base, R->o->keyfile, 1);
+	provider_check(p, R->o->po.base, R->o->po.keyfile, 1);
 	h = provider_conn(&R->conns, p);
 	rc = post ? p->cancel(h, id, &b) : p->get(h, id, &b);
 	if (rc == 0 && p->job(b, &j->pj, err, sizeof(err)) != 0) {
@@ -362,123 +361,167 @@ put(const char *p, size_t n)
 		qb_diesys(QB_EX_IOERR, "write error on standard output");
 }
 
-int
-main(int argc, char *argv[])
+/* Read the options into o; returns the operands' count, their first in *files. */
+static int
+options(struct opts *o, int argc, char *argv[], char ***files)
 {
 	static const struct option longopts[] = {
-		{ "base-url", required_argument, NULL, OPT_BASE },
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "in-place", required_argument, NULL, 'i' },
-		{ "key-file", required_argument, NULL, OPT_KEY },
 		{ "older-than", required_argument, NULL, OPT_OLDER },
 		{ "reap-unknown", no_argument, NULL, OPT_UNKNOWN },
+		QB_PROVIDER_LONGOPTS,
 		QB_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct ledger led;
-	struct reap R;
-	struct opts o;
-	struct job *j;
 	const char *errstr;
-	size_t i;
-	int ch, rc, changed = 0;
+	int ch;
 
-	qb_setprog(argv[0]);
-	memset(&o, 0, sizeof(o));
-	o.older = -1;
+	memset(o, 0, sizeof(*o));
+	o->older = -1;
 	while ((ch = getopt_long(argc, argv, "hi:qVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'i':
-			o.ledger = optarg;
-			break;
-		case OPT_BASE:
-			o.base = optarg;
+			o->ledger = optarg;
 			break;
 		case OPT_DRY:
-			o.dry = 1;
-			break;
-		case OPT_KEY:
-			o.keyfile = optarg;
+			o->dry = 1;
 			break;
 		case OPT_UNKNOWN:
-			o.unknown = 1;
+			o->unknown = 1;
 			break;
 		case OPT_OLDER:
-			o.older = qb_parse_seconds(optarg, &errstr);
+			o->older = qb_parse_seconds(optarg, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--older-than %s: %s",
 				    optarg, errstr);
 			break;
+		case QB_OPT_BASE_URL:
+		case QB_OPT_KEY_FILE:
+			opt_provider(ch, optarg, &o->po);
+			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (o.ledger != NULL && argc > 0)
-		qb_usage(usage);
-	provider_check(provider_find("openai"), o.base, o.keyfile, 0);
+	if (o->ledger != NULL && optind < argc)
+		opt_usage(usage);
+	*files = argv + optind;
+	return argc - optind;
+}
+
+/*
+ * Each job not ended is asked about once (no more requests once a status
+ * that stops the run, 77 or 78, came), then the batches the provider did
+ * not know are weighed together; each job with an action gets its new
+ * record. Returns 1 if some job changed.
+ */
+static int
+reap_all(struct reap *R)
+{
+	struct job *j;
+	size_t i;
+	int changed = 0;
+
+	for (i = 0; i < R->js.n; i++) {
+		j = jobs_at(&R->js, i);
+		if (!jtree_true(j->r.rec, "ended") && rank(R->rc) < 5)
+			reap_one(R, j);
+	}
+	unknowns(R);
+	for (i = 0; i < R->js.n; i++) {
+		j = jobs_at(&R->js, i);
+		if (j->act != A_NONE) {
+			j->r.out = edit(R, j, j->r.rec);
+			changed = 1;
+		}
+	}
+	return changed;
+}
+
+/*
+ * Without a ledger, every job read is printed. With one, the changed
+ * lines are rewritten in it: the run lock is qb-poll's too, so no line
+ * changed since it was read, and qb-submit only appends. A reaped job is
+ * printed only once the ledger says so.
+ */
+static void
+write_out(struct reap *R, struct ledger *led, int changed)
+{
+	struct job *j;
+	size_t i;
+	int rc;
+
+	for (i = 0; led == NULL && i < R->js.n; i++) {
+		j = jobs_at(&R->js, i);
+		put(j->r.out != NULL ? j->r.out : j->r.line,
+		    j->r.out != NULL ? strlen(j->r.out) : j->r.len);
+	}
+	if (led == NULL || !changed)
+		return;
+	if ((rc = ledger_rewrite(led, jobs_replace, &R->js)) != 0) {
+		if (rank(R->rc) < 5)
+			R->rc = rc;
+		return;
+	}
+	for (i = 0; i < R->js.n; i++) {
+		j = jobs_at(&R->js, i);
+		if (j->act == A_REAP)
+			put(j->r.out, strlen(j->r.out));
+	}
+}
+
+static void
+reap_free(struct reap *R)
+{
+	struct job *j;
+	size_t i;
+
+	provider_conns_free(&R->conns);
+	for (i = 0; i < R->js.n; i++) {
+		j = jobs_at(&R->js, i);
+		free(j->reason);
+		yajl_tree_free(j->ans);
+	}
+	jobs_free(&R->js);
+	yajl_gen_free(R->g);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct ledger led, *lp;
+	struct reap R;
+	struct opts o;
+	char **files;
+	int nfiles, rc;
+
+	qb_setprog(argv[0]);
+	nfiles = options(&o, argc, argv, &files);
+	lp = o.ledger != NULL ? &led : NULL;
+	provider_check(provider_find("openai"), o.po.base, o.po.keyfile, 0);
 
 	memset(&R, 0, sizeof(R));
 	R.o = &o;
-	R.conns.base = o.base;
-	R.conns.keyfile = o.keyfile;
+	R.conns.base = o.po.base;
+	R.conns.keyfile = o.po.keyfile;
 	R.g = jout_new();
 	R.now = (long long)time(NULL);
 	provider_time(R.now, R.at, sizeof(R.at));
 	jobs_init(&R.js, sizeof(struct job), 0);
 	/* One run at a time (qb-poll's lock; a dry run only reads). */
-	if (o.ledger != NULL)
-		ledger_init(&led, o.ledger);
-	jobs_load(&R.js, o.ledger != NULL ? &led : NULL, o.dry ? NULL : "reap",
-	    argv, argc);
+	if ((lp != NULL && (rc = ledger_init(lp, o.ledger)) != 0) ||
+	    (rc = jobs_load(&R.js, lp, o.dry ? NULL : "reap", files,
+	    nfiles)) != 0)
+		exit(rc);
 	if (R.js.nbad > 0)
 		fail(&R, QB_EX_PARTIAL);
 
-	for (i = 0; i < R.js.n; i++) {
-		j = jobs_at(&R.js, i);
-		/* 77, 78: no more requests. */
-		if (!jtree_true(j->r.rec, "ended") && rank(R.rc) < 5)
-			reap_one(&R, j);
-	}
-	unknowns(&R);
-	for (i = 0; i < R.js.n; i++) {
-		j = jobs_at(&R.js, i);
-		if (j->act != A_NONE) {
-			j->r.out = edit(&R, j, j->r.rec);
-			changed = 1;
-		}
-		if (o.ledger == NULL)
-			put(j->r.out != NULL ? j->r.out : j->r.line,
-			    j->r.out != NULL ? strlen(j->r.out) : j->r.len);
-	}
-	/*
-	 * The run lock is qb-poll's too, so no line changed since it was
-	 * read; qb-submit only appends. A reaped job is printed only once
-	 * the ledger says so.
-	 */
-	if (o.ledger != NULL && changed) {
-		if ((rc = ledger_rewrite(&led, jobs_replace, &R.js)) != 0) {
-			if (rank(R.rc) < 5)
-				R.rc = rc;
-		} else
-			for (i = 0; i < R.js.n; i++) {
-				j = jobs_at(&R.js, i);
-				if (j->act == A_REAP)
-					put(j->r.out, strlen(j->r.out));
-			}
-	}
+	write_out(&R, lp, reap_all(&R));
 
-	provider_conns_free(&R.conns);
-	for (i = 0; i < R.js.n; i++) {
-		j = jobs_at(&R.js, i);
-		free(j->reason);
-		yajl_tree_free(j->ans);
-	}
-	jobs_free(&R.js);
-	yajl_gen_free(R.g);
-	if (o.ledger != NULL)
-		ledger_free(&led);
-	qb_close_stdout();
+	reap_free(&R);
+	if (lp != NULL)
+		ledger_free(lp);
+	opt_close_stdout();
 	return R.rc;
 }

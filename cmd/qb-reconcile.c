@@ -510,8 +510,7 @@ take_line(struct rec *rc, struct jsonl_reader *r, const char *line, size_t len)
 		return;
 	}
 	/* A ledger's intent line (qb-submit) names no batch: nothing to join. */
-	if (rv == 1 && jscan_find(s, -1, "intent") >= 0 &&
-	    jscan_find(s, -1, "batch_id") < 0) {
+	if (rv == 1 && ledger_is_intent_scan(s)) {
 		qb_note(1, "%s:%lu: intent line skipped", r->name, r->lineno);
 		return;
 	}
@@ -765,10 +764,12 @@ take_ledger(struct rec *rc)
 	struct jobs js;
 	struct jobrec *j;
 	size_t i;
+	int st;
 
 	jobs_init(&js, sizeof(struct jobrec), rc->o->strict);
-	ledger_init(&led, rc->o->ledger);
-	jobs_load(&js, &led, NULL, NULL, 0);
+	if ((st = ledger_init(&led, rc->o->ledger)) != 0 ||
+	    (st = jobs_load(&js, &led, NULL, NULL, 0)) != 0)
+		exit(st);
 	rc->nbad += js.nbad;
 	for (i = 0; i < js.n; i++) {
 		j = jobs_at(&js, i);
@@ -828,7 +829,7 @@ main(int argc, char *argv[])
 			o.unbuffered = 1;
 			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 	}
 	if (o.ledger != NULL && o.dir == NULL)
@@ -883,7 +884,7 @@ main(int argc, char *argv[])
 	}
 	finish(&rc);
 	summary(&rc);
-	qb_close_stdout();
+	opt_close_stdout();
 	if (rc.ioerr)
 		k = QB_EX_IOERR;
 	else if (rc.naccount > 0)

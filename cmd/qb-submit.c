@@ -11,9 +11,9 @@
  * stdout is flushed each time. With a ledger, a run holds LEDGER.submit.lock
  * throughout, and an intent line goes into the ledger before each create,
  * so that a batch whose job record was lost is found and adopted later
- * (common/submit.c). With --sync it reads item records instead and calls
- * the synchronous endpoint for each, printing a result record per item
- * (common/sync.c). This file holds the options.
+ * (ledger/submit.c, ledger/custody.c). With --sync it reads item records
+ * instead and calls the synchronous endpoint for each, printing a result
+ * record per item (sync/sync.c). This file holds the options.
  * SPDX-License-Identifier: ISC
  */
 #include <fcntl.h>
@@ -41,16 +41,14 @@ static const char usage[] =
     "       [--metrics file] [-p provider] [--rpm n] [--tpm n]\n"
     "       [--unknown-retries n] [file ...]";
 static const char help[] =
-    "      --base-url URL     the provider's API base URL (default from\n"
-    "                         OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the\n"
-    "                         provider's public API)\n"
-    "      --key-file FILE    read the API key from the first line of FILE\n"
+    QB_HELP_BASE_URL
+    QB_HELP_KEY_FILE
     "  -l, --ledger FILE      skip files FILE holds; append new jobs to it\n"
     "      --lookback S       adopt a batch made for the file in the last S\n"
     "                         seconds that no job holds (default 48h; 0: off)\n"
     "  -p, --provider NAME    submit to NAME (default: the record's provider,\n"
     "                         else openai)\n"
-    "      --strict           stop at the first bad line (exit 65)\n"
+    QB_HELP_STRICT
     "      --token-budget N   hold a file whose \"tokens\" would take a\n"
     "                         model's unfinished batches past N (exit 75)\n"
     "      --wait-budget S    wait up to S seconds for room instead\n"
@@ -70,18 +68,17 @@ static const char help[] =
     "                         in the run (default 2)\n"
     "  -h, -V, -v, -q         help, version, verbose, quiet\n";
 
-enum { OPT_BASE = 256, OPT_KEY, OPT_STRICT, OPT_BUDGET, OPT_WAIT, OPT_SYNC,
-	OPT_CONC, OPT_DEADLINE, OPT_METRICS, OPT_RPM, OPT_TPM, OPT_UNKNOWN,
-	OPT_ARRAY, OPT_ARRAYTOK, OPT_LOOKBACK };
+enum { OPT_BUDGET = 256, OPT_WAIT, OPT_SYNC, OPT_CONC, OPT_DEADLINE,
+	OPT_METRICS, OPT_RPM, OPT_TPM, OPT_UNKNOWN, OPT_ARRAY, OPT_ARRAYTOK,
+	OPT_LOOKBACK };
 
 struct opts {
-	const char	*base, *keyfile, *ledger, *prov;
-	int		 strict;
-	long long	 budget;	/* enqueued tokens per model, 0 for none */
-	double		 wait;		/* seconds to wait for room */
+	const char	*ledger, *prov;
+	struct opt_provider po;		/* --base-url, --key-file, --strict */
 	int		 sync;		/* --sync, and its options: */
 	int		 nsyncopt;	/* how many were given */
-	int		 nbatchopt;	/* --token-budget, --wait-budget given */
+	int		 nbatchopt;	/* --token-budget, --wait-budget,
+					   --lookback given */
 	struct sync_opts so;
 	struct submit_opts su;
 };
@@ -131,100 +128,107 @@ syncopt(struct opts *o, int ch, const char *arg)
 		qb_die(QB_EX_USAGE, "%s %s: %s", name, arg, errstr);
 }
 
-int
-main(int argc, char *argv[])
+/* An option of the batch path: --token-budget, --wait-budget, --lookback. */
+static void
+batchopt(struct opts *o, int ch, const char *arg)
 {
-	static const struct option longopts[] = {
-		{ "array", required_argument, NULL, OPT_ARRAY },
-		{ "array-tokens", required_argument, NULL, OPT_ARRAYTOK },
-		{ "base-url", required_argument, NULL, OPT_BASE },
-		{ "concurrency", required_argument, NULL, OPT_CONC },
-		{ "deadline", required_argument, NULL, OPT_DEADLINE },
-		{ "key-file", required_argument, NULL, OPT_KEY },
-		{ "ledger", required_argument, NULL, 'l' },
-		{ "lookback", required_argument, NULL, OPT_LOOKBACK },
-		{ "metrics", required_argument, NULL, OPT_METRICS },
-		{ "provider", required_argument, NULL, 'p' },
-		{ "rpm", required_argument, NULL, OPT_RPM },
-		{ "strict", no_argument, NULL, OPT_STRICT },
-		{ "sync", no_argument, NULL, OPT_SYNC },
-		{ "token-budget", required_argument, NULL, OPT_BUDGET },
-		{ "tpm", required_argument, NULL, OPT_TPM },
-		{ "unknown-retries", required_argument, NULL, OPT_UNKNOWN },
-		{ "wait-budget", required_argument, NULL, OPT_WAIT },
-		QB_COMMON_LONGOPTS,
-		{ NULL, 0, NULL, 0 }
-	};
-	static char *stdin_only[] = { "-", NULL };
-	struct opts o;
-	struct submit r;
-	char **files;
-	const char *errstr, *env;
-	int ch, i, rc = QB_EX_OK;
+	const char *errstr, *name;
 
-	qb_setprog(argv[0]);
-	memset(&o, 0, sizeof(o));
-	o.so.concurrency = 8;
-	o.so.unknown_retries = 2;
-	o.so.array = 1;
-	o.so.array_tokens = 300000;
-	o.su.lookback = 48 * 3600;
-	o.su.grace = 600;
+	o->nbatchopt++;
+	switch (ch) {
+	case OPT_BUDGET:
+		name = "--token-budget";
+		o->su.budget = qb_strtonum(arg, 0, 1LL << 50, &errstr);
+		break;
+	case OPT_WAIT:
+		name = "--wait-budget";
+		o->su.wait = qb_parse_seconds(arg, &errstr);
+		break;
+	default:
+		name = "--lookback";
+		o->su.lookback = qb_parse_seconds(arg, &errstr);
+	}
+	if (errstr != NULL)
+		qb_die(QB_EX_USAGE, "%s %s: %s", name, arg, errstr);
+}
+
+/* The defaults, then QB_CREATE_GRACE and QB_TOKEN_BUDGET. */
+static void
+defaults(struct opts *o)
+{
+	const char *errstr, *env;
+
+	memset(o, 0, sizeof(*o));
+	o->so.concurrency = 8;
+	o->so.unknown_retries = 2;
+	o->so.array = 1;
+	o->so.array_tokens = 300000;
+	o->su.lookback = 48 * 3600;
+	o->su.grace = 600;
 	if ((env = getenv("QB_CREATE_GRACE")) != NULL && *env != '\0') {
-		o.su.grace = qb_parse_seconds(env, &errstr);
+		o->su.grace = qb_parse_seconds(env, &errstr);
 		if (errstr != NULL)
 			qb_die(QB_EX_CONFIG, "QB_CREATE_GRACE \"%s\" is %s", env,
 			    errstr);
 	}
 	if ((env = getenv("QB_TOKEN_BUDGET")) != NULL && *env != '\0') {
-		o.budget = qb_strtonum(env, 0, 1LL << 50, &errstr);
+		o->su.budget = qb_strtonum(env, 0, 1LL << 50, &errstr);
 		if (errstr != NULL)
 			qb_die(QB_EX_CONFIG, "QB_TOKEN_BUDGET \"%s\" is %s", env,
 			    errstr);
 	}
+}
+
+/* Read the options into o; returns the input files, NULL-terminated. */
+static char **
+options(struct opts *o, int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "array", required_argument, NULL, OPT_ARRAY },
+		{ "array-tokens", required_argument, NULL, OPT_ARRAYTOK },
+		{ "concurrency", required_argument, NULL, OPT_CONC },
+		{ "deadline", required_argument, NULL, OPT_DEADLINE },
+		{ "ledger", required_argument, NULL, 'l' },
+		{ "lookback", required_argument, NULL, OPT_LOOKBACK },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
+		{ "provider", required_argument, NULL, 'p' },
+		{ "rpm", required_argument, NULL, OPT_RPM },
+		{ "sync", no_argument, NULL, OPT_SYNC },
+		{ "token-budget", required_argument, NULL, OPT_BUDGET },
+		{ "tpm", required_argument, NULL, OPT_TPM },
+		{ "unknown-retries", required_argument, NULL, OPT_UNKNOWN },
+		{ "wait-budget", required_argument, NULL, OPT_WAIT },
+		QB_PROVIDER_LONGOPTS,
+		QB_STRICT_LONGOPT,
+		QB_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	static char *stdin_only[] = { "-", NULL };
+	int ch;
+
 	while ((ch = getopt_long(argc, argv, "hl:p:qVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
-			o.ledger = optarg;
+			o->ledger = optarg;
 			break;
 		case 'p':
 			if (provider_find(optarg) == NULL)
 				qb_die(QB_EX_USAGE, "unknown provider \"%s\"",
 				    optarg);
-			o.prov = optarg;
+			o->prov = optarg;
 			break;
-		case OPT_BASE:
-			o.base = optarg;
-			break;
-		case OPT_KEY:
-			o.keyfile = optarg;
-			break;
-		case OPT_STRICT:
-			o.strict = 1;
+		case QB_OPT_BASE_URL:
+		case QB_OPT_KEY_FILE:
+		case QB_OPT_STRICT:
+			opt_provider(ch, optarg, &o->po);
 			break;
 		case OPT_BUDGET:
-			o.nbatchopt++;
-			o.budget = qb_strtonum(optarg, 0, 1LL << 50, &errstr);
-			if (errstr != NULL)
-				qb_die(QB_EX_USAGE, "--token-budget %s: %s", optarg,
-				    errstr);
-			break;
 		case OPT_WAIT:
-			o.nbatchopt++;
-			o.wait = qb_parse_seconds(optarg, &errstr);
-			if (errstr != NULL)
-				qb_die(QB_EX_USAGE, "--wait-budget %s: %s", optarg,
-				    errstr);
-			break;
 		case OPT_LOOKBACK:
-			o.nbatchopt++;
-			o.su.lookback = qb_parse_seconds(optarg, &errstr);
-			if (errstr != NULL)
-				qb_die(QB_EX_USAGE, "--lookback %s: %s", optarg,
-				    errstr);
+			batchopt(o, ch, optarg);
 			break;
 		case OPT_SYNC:
-			o.sync = 1;
+			o->sync = 1;
 			break;
 		case OPT_CONC:
 		case OPT_DEADLINE:
@@ -234,47 +238,75 @@ main(int argc, char *argv[])
 		case OPT_UNKNOWN:
 		case OPT_ARRAY:
 		case OPT_ARRAYTOK:
-			syncopt(&o, ch, optarg);
+			syncopt(o, ch, optarg);
 			break;
 		default:
-			qb_common_opt(ch, usage, help);
+			opt_common(ch, usage, help);
 		}
 	}
-	files = optind < argc ? argv + optind : stdin_only;
-	if (o.nsyncopt > 0 && !o.sync)
+	if (o->nsyncopt > 0 && !o->sync)
 		qb_die(QB_EX_USAGE, "--array, --array-tokens, --concurrency, "
 		    "--deadline, --metrics, --rpm, --tpm and --unknown-retries go with --sync");
-	if (o.sync && (o.ledger != NULL || o.nbatchopt > 0))
+	if (o->sync && (o->ledger != NULL || o->nbatchopt > 0))
 		qb_die(QB_EX_USAGE, "-l, --lookback, --token-budget and "
 		    "--wait-budget are for batches, not --sync");
+	return optind < argc ? argv + optind : stdin_only;
+}
 
+/* --sync: one synchronous call per item. */
+static int
+synchronous(struct opts *o, char **files)
+{
+	int rc;
+
+	o->so.prov = o->prov;
+	o->so.base = o->po.base;
+	o->so.keyfile = o->po.keyfile;
+	o->so.strict = o->po.strict;
+	if ((rc = sync_run(&o->so, files)) != QB_EX_IOERR)
+		opt_close_stdout();	/* else already said */
+	return rc;
+}
+
+/* The batch path: each file of pack records, then the summary. */
+static int
+batches(struct opts *o, char **files)
+{
+	struct submit r;
+	int i, rc, worst = QB_EX_OK, fatal;
+
+	o->su.base = o->po.base;
+	o->su.keyfile = o->po.keyfile;
+	o->su.prov = o->prov;
+	o->su.strict = o->po.strict;
+	if ((rc = submit_init(&r, &o->su, o->ledger)) != 0)
+		return rc;
+	for (i = 0; files[i] != NULL && !r.fatal; i++)
+		if ((rc = submit_file(&r, files[i])) != 0)
+			worst = rc;
+	fatal = r.fatal;
+	rc = submit_end(&r, worst);
+	if (!fatal)
+		opt_close_stdout();	/* else already said, or --strict */
+	return rc;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct opts o;
+	char **files;
+	int fl;
+
+	qb_setprog(argv[0]);
+	defaults(&o);
+	files = options(&o, argc, argv);
 	/* A batch whose job record can go nowhere is money lost. */
-	if ((ch = fcntl(STDOUT_FILENO, F_GETFL)) == -1 ||
-	    (ch & O_ACCMODE) == O_RDONLY)
+	if ((fl = fcntl(STDOUT_FILENO, F_GETFL)) == -1 ||
+	    (fl & O_ACCMODE) == O_RDONLY)
 		qb_die(QB_EX_IOERR, "standard output is not open for writing: "
 		    "job records would be lost");
 	provider_check(provider_find(o.prov != NULL ? o.prov : "openai"),
-	    o.base, o.keyfile, 0);
-	if (o.sync) {
-		o.so.prov = o.prov;
-		o.so.base = o.base;
-		o.so.keyfile = o.keyfile;
-		o.so.strict = o.strict;
-		if ((rc = sync_run(&o.so, files)) != QB_EX_IOERR)
-			qb_close_stdout();	/* else already said */
-		return rc;
-	}
-	o.su.base = o.base;
-	o.su.keyfile = o.keyfile;
-	o.su.prov = o.prov;
-	o.su.strict = o.strict;
-	o.su.budget = o.budget;
-	o.su.wait = o.wait;
-	submit_init(&r, &o.su, o.ledger);
-	for (i = 0; files[i] != NULL; i++)
-		if ((ch = submit_file(&r, files[i])) != 0)
-			rc = ch;
-	rc = submit_end(&r, rc);
-	qb_close_stdout();
-	return rc;
+	    o.po.base, o.po.keyfile, 0);
+	return o.sync ? synchronous(&o, files) : batches(&o, files);
 }

@@ -1,8 +1,9 @@
 /*
- * budget.h: the enqueued-token budget of qb-submit (case 17). The
- * provider says nothing of the room left in its queue of batch tokens
- * (PROVIDERS.md §1.10), so qb counts it itself: the "tokens" qb-pack
- * estimated for each batch of a model that has not ended.
+ * budget.h: the enqueued-token budget of qb-submit --token-budget
+ * (tests/3300-qb-submit-budget.t). The provider says nothing of the room
+ * left in its queue of batch tokens (qb-providers(7), OPENAI "Limits"), so
+ * qb counts it itself: the "tokens" qb-pack estimated for each batch of a
+ * model that has not ended.
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_BUDGET_H

@@ -1,6 +1,6 @@
 /*
- * job.h: job_emit, which writes a job record (DESIGN.md §3) from a pack
- * or job record and what a provider says of its batch.
+ * job.h: job_emit, which writes a job record (qb(7) RECORD FORMATS) from
+ * a pack or job record and what a provider says of its batch.
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_JOB_H

@@ -11,6 +11,7 @@
 #include "json/jsonl.h"
 #include "json/jtree.h"
 #include "ledger/jobs.h"
+#include "ledger/ledger.h"
 
 void
 jobs_init(struct jobs *js, size_t size, int strict)
@@ -49,13 +50,15 @@ add(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
 	size_t i;
 	int isnew;
 
-	if (jtree_get(rec, "batch_id") == NULL && jtree_get(rec, "intent") != NULL)
+	if (ledger_is_intent(rec))
 		return 0;	/* qb-submit's note, not a job */
 	if (id == NULL || *id == '\0') {
 		qb_lwarn(rd->name, rd->lineno, "expected string for \"batch_id\"");
-		if (js->strict)
-			qb_die(QB_EX_DATAERR, "stopped at the first bad line "
-			    "(--strict)");
+		if (js->strict) {
+			js->fatal = qb_fail(QB_EX_DATAERR, "stopped at the "
+			    "first bad line (--strict)");
+			return -1;
+		}
 		js->nbad++;
 		return 0;
 	}
@@ -81,32 +84,36 @@ add(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
 int
 jobs_read(struct jobs *js, const char *path)
 {
-	return jsonl_each(path, js->strict, add, js, &js->nbad);
+	int rc;
+
+	/* Any failure, jsonl_each's or add's, stops the run's reading. */
+	if ((rc = jsonl_each(path, js->strict, add, js, &js->nbad)) != 0)
+		return rc;
+	return js->fatal;
 }
 
-void
+int
 jobs_load(struct jobs *js, struct ledger *led, const char *runlock,
     char **files, int nfiles)
 {
 	int i, rc = 0;
 
 	if (led != NULL) {
-		if ((runlock != NULL &&
-		    (rc = ledger_start(led, runlock, 0)) != 0) ||
-		    ((rc = ledger_lock(led, LEDGER_READ)) != 0 &&
-		    rc != QB_EX_NOINPUT))
-			exit(rc);
+		if (runlock != NULL && (rc = ledger_start(led, runlock, 0)) != 0)
+			return rc;
+		if ((rc = ledger_lock(led, LEDGER_READ)) != 0 &&
+		    rc != QB_EX_NOINPUT)
+			return rc;
 		/* A missing ledger is said by jobs_read. */
-		if ((rc = jobs_read(js, led->path)) != 0)
-			exit(rc);
+		rc = jobs_read(js, led->path);
 		ledger_unlock(led);
-		return;
+		return rc;
 	}
-	if (nfiles == 0 && (rc = jobs_read(js, "-")) != 0)
-		exit(rc);
-	for (i = 0; i < nfiles; i++)
-		if ((rc = jobs_read(js, files[i])) != 0)
-			exit(rc);
+	if (nfiles == 0)
+		return jobs_read(js, "-");
+	for (i = 0; i < nfiles && rc == 0; i++)
+		rc = jobs_read(js, files[i]);
+	return rc;
 }
 
 int

@@ -1,7 +1,7 @@
 /*
- * jobs.h: the job records a run of qb-poll or qb-reap reads (DESIGN.md
- * §3), kept with their text, parse and place, found by batch id, and put
- * back into a ledger rewrite.
+ * jobs.h: the job records a run of qb-poll, qb-reap or qb-reconcile reads
+ * (qb(7) RECORD FORMATS), kept with their text, parse and place, found by
+ * batch id, and put back into a ledger rewrite.
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_JOBS_H
@@ -30,8 +30,9 @@ struct jobs {
 	size_t		*ix;
 	char		**names;	/* input names; owned */
 	size_t		 nnames;
-	int		 strict;	/* a bad line exits 65 */
+	int		 strict;	/* a bad line stops the reading (65) */
 	unsigned long	 nbad;		/* lines rejected, each reported */
+	int		 fatal;		/* QB_EX_DATAERR once strict stopped */
 };
 
 /*
@@ -42,18 +43,21 @@ void jobs_init(struct jobs *js, size_t size, int strict);
 /*
  * Add the job records of path ("-" for standard input): intent lines of a
  * ledger are skipped; a line that is not an object or has no string
- * "batch_id" is reported (FILE:LINE) and counted in js->nbad, or exits 65
- * if js->strict. A batch id given twice finds its last record. Returns 0,
- * or QB_EX_NOINPUT / QB_EX_IOERR, reported.
+ * "batch_id" is reported (FILE:LINE) and counted in js->nbad. A batch id
+ * given twice finds its last record. Returns 0; QB_EX_NOINPUT or
+ * QB_EX_IOERR, reported; or, if js->strict, QB_EX_DATAERR at the first
+ * bad line ("stopped at the first bad line (--strict)" said), the lines
+ * after it unread.
  */
 int jobs_read(struct jobs *js, const char *path);
 /*
  * Read the jobs of a run: from ledger led if it is not NULL (initialised;
  * the run lock of tool runlock taken first unless runlock is NULL, then
  * read under a shared lock), else from files[0..nfiles-1], else from
- * standard input. A failure exits with its status, reported.
+ * standard input. Returns 0, or the status of the first failure, reported
+ * (ledger_start, ledger_lock, jobs_read); the caller ends the run with it.
  */
-void jobs_load(struct jobs *js, struct ledger *led, const char *runlock,
+int jobs_load(struct jobs *js, struct ledger *led, const char *runlock,
     char **files, int nfiles);
 /* Element i (i < js->n). */
 void *jobs_at(const struct jobs *js, size_t i);

@@ -23,22 +23,23 @@
 #include "ledger/ledger.h"
 #include "provider/provider.h"
 
-void
+int
 ledger_init(struct ledger *l, const char *path)
 {
-	const char *s, *e;
+	const char *s, *e = NULL;
+	double wait = 30;
 
 	memset(l, 0, sizeof(*l));
-	l->path = xstrdup(path);
 	l->fd = l->runfd = -1;
-	l->wait = 30;
+	if ((s = getenv("QB_LOCK_WAIT")) != NULL && *s != '\0')
+		wait = qb_parse_seconds(s, &e);
+	if (e != NULL)
+		return qb_fail(QB_EX_CONFIG, "QB_LOCK_WAIT \"%s\" is %s", s, e);
+	l->path = xstrdup(path);
+	l->wait = wait;
 	idmap_init(&l->sha);
 	idmap_init(&l->ids);
-	if ((s = getenv("QB_LOCK_WAIT")) != NULL && *s != '\0') {
-		l->wait = qb_parse_seconds(s, &e);
-		if (e != NULL)
-			qb_die(QB_EX_CONFIG, "QB_LOCK_WAIT \"%s\" is %s", s, e);
-	}
+	return 0;
 }
 
 static void strv_free(char **);
@@ -216,7 +217,7 @@ ledger_refresh(struct ledger *l)
 	}
 	while (nextline(fp, &line, &cap, &l->lineno) >= 0) {
 		v = jtree_parse(line, err, sizeof(err));
-		if (YAJL_IS_OBJECT(v) && jtree_str(v, "intent") != NULL)
+		if (YAJL_IS_OBJECT(v) && ledger_is_intent(v))
 			remember(l, jtree_str(v, "intent"), NULL,
 			    jtree_str(v, "at") != NULL ? jtree_str(v, "at") : "",
 			    jtree_true(v, "withdrawn") ? R_WITHDRAWN : R_INTENT,
@@ -266,6 +267,20 @@ int
 ledger_known(const struct ledger *l, const char *id)
 {
 	return idmap_get(&l->ids, id, strlen(id)) != (size_t)-1;
+}
+
+int
+ledger_is_intent(yajl_val rec)
+{
+	return jtree_get(rec, "intent") != NULL &&
+	    jtree_get(rec, "batch_id") == NULL;
+}
+
+int
+ledger_is_intent_scan(const struct jscan *s)
+{
+	return jscan_find(s, -1, "intent") >= 0 &&
+	    jscan_find(s, -1, "batch_id") < 0;
 }
 
 static int

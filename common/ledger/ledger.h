@@ -1,15 +1,16 @@
 /*
- * ledger.h: the job ledger (DESIGN.md §3, §4), a JSONL file of job
- * records that qb-submit appends to and qb-poll -i rewrites, each under
- * an exclusive flock(2); the run locks that keep two runs of one tool off
- * a ledger.
+ * ledger.h: the job ledger (qb(7) RECORD FORMATS, CUSTODY), a JSONL file
+ * of job records that qb-submit appends to and qb-poll -i and qb-reap -i
+ * rewrite, each under an exclusive flock(2); the run locks that keep two
+ * runs of one tool off a ledger.
  *
  * Besides jobs, qb-submit appends an intent line just before it creates
  * a batch: {"intent":SHA256,"file":...,"at":RFC3339,"provider":...}. An
  * intent with no job after it for the same digest means a create whose
  * outcome was never recorded, unless a line {"intent":SHA256,
- * "withdrawn":true,"at":...} says the create was refused; readers of jobs
- * skip intent lines.
+ * "withdrawn":true,"at":...} says the create was refused. Readers of jobs
+ * skip intent lines (ledger_is_intent); what they mean for a digest is
+ * custody's (custody.h).
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_LEDGER_H
@@ -21,6 +22,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "base/idmap.h"
+#include "json/jscan.h"
 
 struct ledger {
 	char		*path;		/* owned */
@@ -49,8 +51,12 @@ struct ledger {
 #define LEDGER_APPEND	1	/* exclusive; the file is made if missing */
 #define LEDGER_WRITE	2	/* exclusive; a missing file is QB_EX_NOINPUT */
 
-/* An empty ledger for path; reads QB_LOCK_WAIT (bad value: exit 78). */
-void ledger_init(struct ledger *l, const char *path);
+/*
+ * An empty ledger for path, waiting QB_LOCK_WAIT seconds for its locks.
+ * Returns 0, or QB_EX_CONFIG, reported, for a bad QB_LOCK_WAIT; ledger_free
+ * is harmless on l either way.
+ */
+int ledger_init(struct ledger *l, const char *path);
 /* Unlock if locked and free what l holds. */
 void ledger_free(struct ledger *l);
 
@@ -97,6 +103,14 @@ const char *ledger_intent(const struct ledger *l, const char *sha256);
 int ledger_known(const struct ledger *l, const char *id);
 
 /*
+ * 1 if the record rec (a tree), or the one scanned in s, is an intent
+ * line: it has an "intent" member and no "batch_id". Else 0: a job, or
+ * not a ledger's line at all.
+ */
+int ledger_is_intent(yajl_val rec);
+int ledger_is_intent_scan(const struct jscan *s);
+
+/*
  * Append an intent line for sha256 (file and provider as in the pack
  * record, "at" now) as ledger_append does. Returns 0 or a QB_EX_* status.
  */
@@ -136,7 +150,7 @@ typedef int (*ledger_fn)(void *arg, const char *line, size_t len,
 /*
  * Replace the ledger, under an exclusive lock, by what fn makes of each
  * line: written to a temporary file, fsync'd and renamed over it
- * (common/afile). Returns 0 or a QB_EX_* status, reported; on failure the
+ * (base/afile.h). Returns 0 or a QB_EX_* status, reported; on failure the
  * old ledger is left as it was.
  */
 int ledger_rewrite(struct ledger *l, ledger_fn fn, void *arg);
