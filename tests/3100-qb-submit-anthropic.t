@@ -11,7 +11,7 @@ plan 82
 
 QB_MAX_RETRIES=2
 export QB_MAX_RETRIES
-fake_start --batch-seconds 1
+fake_start --batch-seconds 3
 unset OPENAI_BASE_URL OPENAI_API_KEY
 ANTHROPIC_BASE_URL=$FAKE_URL
 ANTHROPIC_API_KEY=sk-test
