@@ -39,7 +39,7 @@
 #include "ledger/jobs.h"
 #include "ledger/ledger.h"
 #include "opt.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 
 static const char usage[] =
     "[-hqVvw] [--strict] [--base-url url] [-d dir] [--interval seconds]\n"
@@ -199,8 +199,8 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 			rc = QB_EX_IOERR;
 			break;
 		}
-		if ((e = p->fetch(h, pj->result[i].ref, a.fp)) != 0 &&
-		    (h->status == 404 || h->status == 410) &&
+		e = provider_ops(p)->fetch(h, pj->result[i].ref, a.fp);
+		if (e != 0 && (h->status == 404 || h->status == 410) &&
 		    stat(path.p, &st) == 0 && S_ISREG(st.st_mode)) {
 			/*
 			 * Gone at the provider, but an earlier run has it
@@ -278,6 +278,7 @@ static void
 poll_one(struct poll *P, struct job *j)
 {
 	const struct provider *p;
+	const struct provider_ops *o;
 	struct provider_job pj;
 	struct job_set s;
 	struct http *h;
@@ -289,7 +290,8 @@ poll_one(struct poll *P, struct job *j)
 	name = jtree_str(j->r.rec, "provider");
 	if (name == NULL)
 		name = "openai";
-	if ((p = provider_find(name)) == NULL || p->get == NULL) {
+	if ((p = provider_find(name)) == NULL ||
+	    (o = provider_ops(p)) == NULL || o->get == NULL) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: cannot poll provider \"%s\"",
 		    id, name);
 		failed(P, j, "cannot poll this provider", 0);
@@ -298,7 +300,7 @@ poll_one(struct poll *P, struct job *j)
 	provider_check(p, P->o->base, P->o->keyfile, 1);
 	h = provider_conn(&P->conns, p);
 	h->deadline = P->deadline;
-	if ((rc = p->get(h, id, &batch)) != 0) {
+	if ((rc = o->get(h, id, &batch)) != 0) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, h->err);
 		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
 			failed(P, j, h->err, h->status);	/* 404 and such */
@@ -306,7 +308,7 @@ poll_one(struct poll *P, struct job *j)
 			trouble(P, rc);
 		return;
 	}
-	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+	if (o->job(batch, &pj, err, sizeof(err)) != 0) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, err);
 		P->proto = 1;
 		yajl_tree_free(batch);

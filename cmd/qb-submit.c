@@ -28,7 +28,7 @@
 #include "base/num.h"
 #include "ledger/submit.h"
 #include "opt.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 #include "sync/sync.h"
 
 static const char usage[] =

@@ -29,7 +29,7 @@
 #include "ledger/job.h"
 #include "ledger/ledger.h"
 #include "ledger/submit.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 #include "record/result.h"
 
 static int
@@ -140,7 +140,8 @@ check(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 		    "packed for provider %s, not %s (-p)", rp, name);
 		return NULL;
 	}
-	if ((p = provider_find(name)) == NULL || p->submit == NULL) {
+	if ((p = provider_find(name)) == NULL || provider_ops(p) == NULL ||
+	    provider_ops(p)->submit == NULL) {
 		qb_lwarn(rd->name, rd->lineno, "%s provider \"%s\"",
 		    p == NULL ? "unknown" : "cannot submit to", name);
 		return NULL;
@@ -196,6 +197,7 @@ static int
 adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
     const struct provider *p, const char *sha, const char *at)
 {
+	const struct provider_ops *o = provider_ops(p);
 	struct provider_job pj;
 	struct http *h;
 	yajl_val batch;
@@ -204,7 +206,7 @@ adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
 	long long t, since, req = -1, ret = -1;
 	int rc, isnew;
 
-	if (p->find == NULL)
+	if (o->find == NULL)
 		return 0;
 	if (at == NULL) {
 		if (r->o->lookback <= 0 || p->line_format != PROVIDER_LINE_OPENAI)
@@ -217,7 +219,7 @@ adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
 		since = t - 3600;
 	}
 	h = conn(r, p);
-	if ((rc = p->find(h, sha, since, known, r, &batch)) != 0) {
+	if ((rc = o->find(h, sha, since, known, r, &batch)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: cannot look "
 		    "for %s (%s): %s", file, at != NULL ? "the batch of an "
 		    "unrecorded submit" : "a batch made for it before",
@@ -241,7 +243,7 @@ adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
 			    "%s", file, at);
 		return 0;
 	}
-	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+	if (o->job(batch, &pj, err, sizeof(err)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: not adopted: %s", file, err);
 		r->stop = QB_EX_PROTOCOL;
 		r->nnot++;
@@ -290,6 +292,7 @@ static int
 again(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
     yajl_val rec, const char *file, const char *sha, const char *bid)
 {
+	const struct provider_ops *o = provider_ops(p);
 	struct provider_job pj;
 	struct http *h;
 	yajl_val batch;
@@ -305,14 +308,14 @@ again(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
 		    "retries are submitted again", file, bid);
 		return 0;
 	}
-	if (*bid == '\0' || p->get == NULL) {
+	if (*bid == '\0' || o->get == NULL) {
 		qb_lwarn(rd->name, rd->lineno, "%s: already submitted; "
 		    "skipped", file);
 		r->nskip++;
 		return 1;
 	}
 	h = conn(r, p);
-	if ((rc = p->get(h, bid, &batch)) != 0) {
+	if ((rc = o->get(h, bid, &batch)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: already submitted as %s, "
 		    "which cannot be checked: %s%s", file, bid, h->err,
 		    rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR ?
@@ -325,7 +328,7 @@ again(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
 		}
 		return 1;
 	}
-	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+	if (o->job(batch, &pj, err, sizeof(err)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: batch %s: %s", file, bid,
 		    err);
 		r->stop = QB_EX_PROTOCOL;
@@ -425,6 +428,7 @@ submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 	struct provider_submit ps;
 	struct provider_job pj;
 	const struct provider *p;
+	const struct provider_ops *o;
 	struct http *h;
 	yajl_val batch;
 	const char *file, *sha, *bid, *at, *model;
@@ -441,6 +445,7 @@ submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 		r->nrej++;
 		return;
 	}
+	o = provider_ops(p);
 	file = jtree_str(rec, "file");
 	sha = jtree_str(rec, "sha256");
 	if (idmap_get(&r->done, sha, 64) != (size_t)-1) {
@@ -499,7 +504,7 @@ submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 	ps.endpoint = jtree_str(rec, "endpoint");
 	ps.model = jtree_str(rec, "model");
 	ps.input_file_id = r->reuse;
-	rc = p->submit(h, &ps, &batch, &unknown);
+	rc = o->submit(h, &ps, &batch, &unknown);
 	free(r->reuse);
 	r->reuse = NULL;
 	if (rc != 0) {
@@ -520,7 +525,7 @@ submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 		}
 		return;
 	}
-	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+	if (o->job(batch, &pj, err, sizeof(err)) != 0) {
 		/* Made, but we cannot say what: stop before making more. */
 		qb_lwarn(rd->name, rd->lineno, "%s: submitted, but %s",
 		    file, err);

@@ -11,7 +11,7 @@
 #include "base/exits.h"
 #include "base/msg.h"
 #include "http/http.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 
 void
 provider_check(const struct provider *p, const char *base,
