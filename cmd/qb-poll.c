@@ -297,8 +297,9 @@ poll_one(struct poll *P, struct job *j)
 		failed(P, j, "cannot poll this provider", 0);
 		return;
 	}
-	provider_check(p, P->o->base, P->o->keyfile, 1);
-	h = provider_conn(&P->conns, p);
+	if ((rc = provider_check(p, P->o->base, P->o->keyfile, 1)) != 0 ||
+	    (rc = provider_conn(&P->conns, p, &h)) != 0)
+		exit(rc);
 	h->deadline = P->deadline;
 	if ((rc = o->get(h, id, &batch)) != 0) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, h->err);
@@ -541,7 +542,9 @@ main(int argc, char *argv[])
 	/* Results are named by absolute path: jobs outlive the directory. */
 	if ((o.dir = realpath(dir, NULL)) == NULL)
 		qb_diesys(QB_EX_NOINPUT, "%s", dir);
-	provider_check(provider_find("openai"), o.base, o.keyfile, 0);
+	if ((rc = provider_check(provider_find("openai"), o.base, o.keyfile,
+	    0)) != 0)
+		return rc;
 
 	memset(&P, 0, sizeof(P));
 	P.o = &o;

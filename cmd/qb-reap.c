@@ -291,8 +291,9 @@ reap_one(struct reap *R, struct job *j)
 	}
 	cancel = !lost && stale(R, j);
 	post = cancel && !R->o->dry;	/* --dry-run: GETs only */
-	provider_check(p, R->o->base, R->o->keyfile, 1);
-	h = provider_conn(&R->conns, p);
+	if ((rc = provider_check(p, R->o->base, R->o->keyfile, 1)) != 0 ||
+	    (rc = provider_conn(&R->conns, p, &h)) != 0)
+		exit(rc);
 	rc = post ? o->cancel(h, id, &b) : o->get(h, id, &b);
 	if (rc == 0 && o->job(b, &j->pj, err, sizeof(err)) != 0) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, err);
@@ -421,7 +422,9 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (o.ledger != NULL && argc > 0)
 		qb_usage(usage);
-	provider_check(provider_find("openai"), o.base, o.keyfile, 0);
+	if ((rc = provider_check(provider_find("openai"), o.base, o.keyfile,
+	    0)) != 0)
+		return rc;
 
 	memset(&R, 0, sizeof(R));
 	R.o = &o;

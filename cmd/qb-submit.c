@@ -253,8 +253,9 @@ main(int argc, char *argv[])
 	    (ch & O_ACCMODE) == O_RDONLY)
 		qb_die(QB_EX_IOERR, "standard output is not open for writing: "
 		    "job records would be lost");
-	provider_check(provider_find(o.prov != NULL ? o.prov : "openai"),
-	    o.base, o.keyfile, 0);
+	if ((rc = provider_check(provider_find(o.prov != NULL ? o.prov :
+	    "openai"), o.base, o.keyfile, 0)) != 0)
+		return rc;
 	if (o.sync) {
 		o.so.prov = o.prov;
 		o.so.base = o.base;

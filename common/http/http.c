@@ -68,20 +68,57 @@ struct xfer {
 	double		 last;		/* qtime_mono() of the last progress */
 };
 
-void
+/*
+ * The settings QB_MAX_RETRIES, QB_BACKOFF_BASE and QB_HTTP_TIMEOUT, when
+ * set, into h. Returns 0 or QB_EX_CONFIG, reported.
+ */
+static int
+settings(struct http *h)
+{
+	const char *s, *e;
+	double t;
+
+	if ((s = getenv("QB_MAX_RETRIES")) != NULL && *s != '\0') {
+		h->retries = (int)qb_strtonum(s, 0, 100, &e);
+		if (e != NULL)
+			return qb_fail(QB_EX_CONFIG,
+			    "QB_MAX_RETRIES \"%s\" is %s", s, e);
+	}
+	if ((s = getenv("QB_BACKOFF_BASE")) != NULL && *s != '\0') {
+		h->backoff = qb_parse_seconds(s, &e);
+		if (e != NULL)
+			return qb_fail(QB_EX_CONFIG,
+			    "QB_BACKOFF_BASE \"%s\" is %s", s, e);
+	}
+	if ((s = getenv("QB_HTTP_TIMEOUT")) != NULL && *s != '\0') {
+		t = qb_parse_seconds(s, &e);
+		if (e == NULL && (t < 1 || t > 86400))
+			e = "out of range (1 s to 1 day)";
+		if (e != NULL)
+			return qb_fail(QB_EX_CONFIG,
+			    "QB_HTTP_TIMEOUT \"%s\" is %s", s, e);
+		h->timeout = h->json_timeout = (long)ceil(t);
+	}
+	return 0;
+}
+
+int
 http_init(struct http *h, const char *base, const char *const *hdrs,
     const char *secret)
 {
-	const char *s, *e;
 	char why[160];
 	size_t n;
+	int rc;
 
 	memset(h, 0, sizeof(*h));
 	if (http_check_url(base, why, sizeof(why)) != 0)
-		qb_die(QB_EX_CONFIG, "base URL \"%s\": %s", base, why);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
-	    (h->curl = curl_easy_init()) == NULL)
-		qb_die(QB_EX_OSERR, "cannot initialise libcurl");
+		return qb_fail(QB_EX_CONFIG, "base URL \"%s\": %s", base, why);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return qb_fail(QB_EX_OSERR, "cannot initialise libcurl");
+	if ((h->curl = curl_easy_init()) == NULL) {
+		curl_global_cleanup();
+		return qb_fail(QB_EX_OSERR, "cannot initialise libcurl");
+	}
 	n = strlen(base);
 	while (n > 0 && base[n - 1] == '/')
 		n--;
@@ -89,35 +126,21 @@ http_init(struct http *h, const char *base, const char *const *hdrs,
 	h->secret = secret != NULL && *secret != '\0' ? xstrdup(secret) : NULL;
 	for (; hdrs != NULL && *hdrs != NULL; hdrs++)
 		if ((h->hdrs = curl_slist_append(h->hdrs, *hdrs)) == NULL)
-			qb_die(QB_EX_OSERR, "out of memory");
+			qb_oom(0);
 	h->json_timeout = JSON_TIMEOUT;
 	h->timeout = XFER_TIMEOUT;
 	h->retries = 4;
 	h->backoff = 0.5;
 	h->cap = 30;
-	if ((s = getenv("QB_MAX_RETRIES")) != NULL && *s != '\0') {
-		h->retries = (int)qb_strtonum(s, 0, 100, &e);
-		if (e != NULL)
-			qb_die(QB_EX_CONFIG, "QB_MAX_RETRIES \"%s\" is %s", s, e);
-	}
-	if ((s = getenv("QB_BACKOFF_BASE")) != NULL && *s != '\0') {
-		h->backoff = qb_parse_seconds(s, &e);
-		if (e != NULL)
-			qb_die(QB_EX_CONFIG, "QB_BACKOFF_BASE \"%s\" is %s", s, e);
-	}
-	if ((s = getenv("QB_HTTP_TIMEOUT")) != NULL && *s != '\0') {
-		double t = qb_parse_seconds(s, &e);
-
-		if (e == NULL && (t < 1 || t > 86400))
-			e = "out of range (1 s to 1 day)";
-		if (e != NULL)
-			qb_die(QB_EX_CONFIG, "QB_HTTP_TIMEOUT \"%s\" is %s", s, e);
-		h->timeout = h->json_timeout = (long)ceil(t);
+	if ((rc = settings(h)) != 0) {
+		http_free(h);
+		return rc;
 	}
 	h->rng = (unsigned long long)time(NULL) * 2654435761ULL ^
 	    (unsigned long long)getpid() << 32 ^ (unsigned long long)(size_t)h;
 	if (h->rng == 0)
 		h->rng = 1;
+	return 0;
 }
 
 void
@@ -304,7 +327,7 @@ static struct curl_slist *
 addhdr(struct curl_slist *l, const char *s)
 {
 	if ((l = curl_slist_append(l, s)) == NULL)
-		qb_die(QB_EX_OSERR, "out of memory");
+		qb_oom(0);
 	return l;
 }
 
@@ -385,7 +408,7 @@ once(struct http *h, const struct req *q, const char *url, int bare,
 		break;
 	case K_UPLOAD:
 		if ((mime = curl_mime_init(c)) == NULL)
-			qb_die(QB_EX_OSERR, "out of memory");
+			qb_oom(0);
 		for (f = q->fields; f != NULL && f[0] != NULL && f[1] != NULL;
 		    f += 2) {
 			part = curl_mime_addpart(mime);

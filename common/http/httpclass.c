@@ -27,7 +27,7 @@ http_check_url(const char *url, char *why, size_t whylen)
 	int rc = -1;
 
 	if ((u = curl_url()) == NULL)
-		qb_die(QB_EX_OSERR, "out of memory");
+		qb_oom(0);
 	uc = curl_url_set(u, CURLUPART_URL, url, 0);
 	if (uc != CURLUE_OK && strncasecmp(url, "http://", 7) != 0 &&
 	    strncasecmp(url, "https://", 8) != 0)

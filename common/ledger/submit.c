@@ -96,12 +96,22 @@ ran_nothing(const struct provider_job *pj, char *const *results)
 	return pj->failed == 0;
 }
 
-/* The connection to p; a bad configuration exits 78 before it is made. */
+/*
+ * The connection to p, or NULL when its configuration is bad: that is
+ * reported, and r->fatal (78) ends the run before anything more is done.
+ */
 static struct http *
 conn(struct submit *r, const struct provider *p)
 {
-	provider_check(p, r->o->base, r->o->keyfile, 1);
-	return provider_conn(&r->conns, p);
+	struct http *h;
+	int rc;
+
+	if ((rc = provider_check(p, r->o->base, r->o->keyfile, 1)) != 0 ||
+	    (rc = provider_conn(&r->conns, p, &h)) != 0) {
+		r->fatal = rc;
+		return NULL;
+	}
+	return h;
 }
 
 /* provider find callback: batches the ledger holds are not adopted. */
@@ -218,7 +228,8 @@ adopt(struct submit *r, struct jsonl_reader *rd, yajl_val rec,
 			t = 0;		/* unknown: look through them all */
 		since = t - 3600;
 	}
-	h = conn(r, p);
+	if ((h = conn(r, p)) == NULL)
+		return 1;
 	if ((rc = o->find(h, sha, since, known, r, &batch)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: not submitted: cannot look "
 		    "for %s (%s): %s", file, at != NULL ? "the batch of an "
@@ -314,7 +325,8 @@ again(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
 		r->nskip++;
 		return 1;
 	}
-	h = conn(r, p);
+	if ((h = conn(r, p)) == NULL)
+		return 1;
 	if ((rc = o->get(h, bid, &batch)) != 0) {
 		qb_lwarn(rd->name, rd->lineno, "%s: already submitted as %s, "
 		    "which cannot be checked: %s%s", file, bid, h->err,
@@ -389,13 +401,15 @@ lost(struct submit *r, const struct provider *p, const char *file,
 
 /*
  * Whether a file of tokens fits model's budget now, waiting for room up
- * to the --wait-budget deadline. Returns 1 to submit, 0 when held.
+ * to the --wait-budget deadline. Returns 1 to submit, 0 when held (or
+ * when r->fatal ends the run).
  */
 static int
 room(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
     const char *file, const char *model, long long tokens)
 {
 	long long enq, budget = r->o->budget;
+	struct http *h;
 	double nap = 1;
 
 	if (tokens > budget) {
@@ -404,7 +418,9 @@ room(struct submit *r, struct jsonl_reader *rd, const struct provider *p,
 		    model, budget);
 		return 1;
 	}
-	while ((enq = budget_enqueued(&r->bud, p, conn(r, p), model)) + tokens >
+	if ((h = conn(r, p)) == NULL)
+		return 0;
+	while ((enq = budget_enqueued(&r->bud, p, h, model)) + tokens >
 	    budget) {
 		if (qtime_mono() + nap > r->deadline) {
 			qb_lwarn(rd->name, rd->lineno, "%s: held: %lld tokens for "
@@ -490,7 +506,8 @@ submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 	if (r->o->budget > 0 && tokens >= 0 && model != NULL &&
 	    !room(r, rd, p, file, model, tokens))
 		return;
-	h = conn(r, p);
+	if ((h = conn(r, p)) == NULL)
+		return;
 	/* Recorded before the create, so that its batch can be found. */
 	if (r->useled && (rc = ledger_intend(&r->led, sha, file,
 	    p->name)) != 0) {
@@ -577,7 +594,7 @@ take(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
 
 	if (!r->stop) {
 		submit(r, rd, rec);
-		return 0;
+		return r->fatal ? -1 : 0;
 	}
 	file = jtree_str(rec, "file");
 	qb_lwarn(rd->name, rd->lineno, "%s: not submitted (stopped after an "
@@ -616,13 +633,19 @@ submit_init(struct submit *r, const struct submit_opts *o, const char *ledger)
 int
 submit_file(struct submit *r, const char *path)
 {
-	return jsonl_each(path, r->o->strict, take, r, &r->nrej);
+	int rc;
+
+	if (r->fatal)
+		return r->fatal;
+	rc = jsonl_each(path, r->o->strict, take, r, &r->nrej);
+	return r->fatal ? r->fatal : rc;
 }
 
 int
 submit_end(struct submit *r, int rc)
 {
-	summary(r);
+	if (!r->fatal)
+		summary(r);
 	free(r->reuse);
 	provider_conns_free(&r->conns);
 	if (r->useled)
@@ -630,6 +653,8 @@ submit_end(struct submit *r, int rc)
 	idmap_free(&r->done);
 	budget_free(&r->bud);
 	yajl_gen_free(r->g);
+	if (r->fatal)
+		return r->fatal;
 	if (r->stop)
 		return r->stop;
 	if (r->refused)

@@ -34,6 +34,7 @@ struct submit {
 	yajl_gen	 g;
 	unsigned long	 nsub, nadopt, nskip, nrep, nrej, nnot;
 	int		 stop;		/* exit status that ended submitting, or 0 */
+	int		 fatal;		/* exit status that ends the run at once, or 0 */
 	int		 refused;	/* the provider refused a file for good */
 	struct budget	 bud;		/* --token-budget */
 	double		 deadline;	/* of --wait-budget */
@@ -52,12 +53,15 @@ void submit_init(struct submit *r, const struct submit_opts *o,
 /*
  * Submit the pack records of path ("-" for standard input), printing a
  * job record per batch made or adopted. Returns 0, or QB_EX_NOINPUT /
- * QB_EX_IOERR for the input (reported).
+ * QB_EX_IOERR for the input, or r->fatal (QB_EX_CONFIG: a provider's
+ * configuration is bad), all reported; once r->fatal is set, nothing
+ * more is submitted.
  */
 int submit_file(struct submit *r, const char *path);
 /*
- * Say the summary on standard error, free what r holds and return the
- * run's exit status (qb(7)), rc being the worst submit_file status.
+ * Say the summary on standard error (unless r->fatal ended the run), free
+ * what r holds and return the run's exit status (qb(7)), rc being the
+ * worst submit_file status.
  */
 int submit_end(struct submit *r, int rc);
 

@@ -52,7 +52,10 @@ az_query(char *out, size_t n)
 	return out;
 }
 
-/* The api-key header, and a check of the api-version to come. */
+/*
+ * The api-key header, and a check of the api-version to come: -1 when it
+ * is not one (reported).
+ */
 static int
 az_auth(const char *key, char **hdrs, int n)
 {
@@ -61,9 +64,11 @@ az_auth(const char *key, char **hdrs, int n)
 
 	if (v != NULL && (strlen(v) > 64 || strspn(v,
 	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
-	    != strlen(v)))
-		qb_die(QB_EX_CONFIG, "%s \"%.64s\": not an API version such "
+	    != strlen(v))) {
+		qb_fail(QB_EX_CONFIG, "%s \"%.64s\": not an API version such "
 		    "as 2024-10-21", VERSION_ENV, v);
+		return -1;
+	}
 	if (n < 2)
 		return 0;
 	buf_printf(&b, "api-key: %s", key);

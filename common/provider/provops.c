@@ -35,20 +35,40 @@ provider_ops(const struct provider *p)
 	return NULL;
 }
 
-/* The first line of path, without its line ending and blanks. */
-static char *
-readkey(const char *path)
+/* Overwrite and free s, a copy of the key or a header holding it. */
+static void
+wipe(char *s)
+{
+	if (s != NULL)
+		memset(s, 0, strlen(s));
+	free(s);
+}
+
+/*
+ * The first line of path, without its line ending and blanks, into *key
+ * (malloc'd; the caller wipes it). Returns 0 or QB_EX_CONFIG, reported.
+ */
+static int
+readkey(const char *path, char **key)
 {
 	char *line = NULL, *s;
 	size_t cap = 0;
 	ssize_t n;
 	FILE *fp;
+	int e;
 
 	if ((fp = fopen(path, "r")) == NULL)
-		qb_diesys(QB_EX_CONFIG, "cannot open key file %s", path);
+		return qb_failsys(QB_EX_CONFIG, "cannot open key file %s",
+		    path);
 	n = getline(&line, &cap, fp);
-	if (n < 0 && ferror(fp))
-		qb_diesys(QB_EX_CONFIG, "cannot read key file %s", path);
+	e = errno;
+	if (n < 0 && ferror(fp)) {
+		fclose(fp);
+		free(line);
+		errno = e;
+		return qb_failsys(QB_EX_CONFIG, "cannot read key file %s",
+		    path);
+	}
 	fclose(fp);
 	if (n < 0)
 		n = 0;
@@ -58,13 +78,14 @@ readkey(const char *path)
 		line[n] = '\0';
 	for (s = line; s != NULL && (*s == ' ' || *s == '\t'); s++)
 		continue;
-	if (s == NULL || *s == '\0')
-		qb_die(QB_EX_CONFIG, "key file %s: no key on the first line",
-		    path);
-	s = xstrdup(s);
-	memset(line, 0, cap);
+	*key = s != NULL && *s != '\0' ? xstrdup(s) : NULL;
+	if (line != NULL)
+		memset(line, 0, cap);
 	free(line);
-	return s;
+	if (*key == NULL)
+		return qb_fail(QB_EX_CONFIG, "key file %s: no key on the first "
+		    "line", path);
+	return 0;
 }
 
 /* Whether the n bytes of URL u end in a version path, "/v1". */
@@ -74,63 +95,87 @@ vpath(const char *u, int n)
 	return n >= 3 && strncmp(u + n - 3, "/v1", 3) == 0;
 }
 
-void
+/*
+ * The base URL provider_open uses for p into *base; warns of a version
+ * path the provider's paths hold already. Returns 0 or QB_EX_CONFIG.
+ */
+static int
+baseurl(const struct provider *p, const char **base)
+{
+	int n;
+
+	if (*base == NULL || **base == '\0')
+		*base = getenv(p->base_env);
+	if (*base == NULL || **base == '\0')
+		*base = p->base_default;
+	if (*base == NULL)	/* no default host (Azure: one per resource) */
+		return qb_fail(QB_EX_CONFIG, "%s is not set and --base-url not "
+		    "given", p->base_env);
+	/* Anthropic's paths carry /v1 themselves: a base with it doubles it. */
+	n = (int)strlen(*base);
+	while (n > 0 && (*base)[n - 1] == '/')
+		n--;
+	if (p->base_default != NULL && !vpath(p->base_default, (int)strlen(
+	    p->base_default)) && vpath(*base, n))
+		qb_warn("base URL %s ends in /v1, and %s adds its own: give it "
+		    "without the version path", *base, p->name);
+	return 0;
+}
+
+int
 provider_open(const struct provider *p, struct http *h, const char *base,
     const char *keyfile)
 {
 	const struct provider_ops *o = provider_ops(p);
-	char *hdrs[8], *key;
+	char *hdrs[8], *key = NULL;
 	const char *s;
-	int i, n;
+	int i, n, rc;
 
-	if (base == NULL || *base == '\0')
-		base = getenv(p->base_env);
-	if (base == NULL || *base == '\0')
-		base = p->base_default;
-	if (base == NULL)	/* no default host (Azure: one per resource) */
-		qb_die(QB_EX_CONFIG, "%s is not set and --base-url not given",
-		    p->base_env);
-	/* Anthropic's paths carry /v1 themselves: a base with it doubles it. */
-	n = (int)strlen(base);
-	while (n > 0 && base[n - 1] == '/')
-		n--;
-	if (p->base_default != NULL && !vpath(p->base_default, (int)strlen(
-	    p->base_default)) && vpath(base, n))
-		qb_warn("base URL %s ends in /v1, and %s adds its own: give it "
-		    "without the version path", base, p->name);
-	if (keyfile != NULL)
-		key = readkey(keyfile);
-	else if ((s = getenv(p->key_env)) != NULL && *s != '\0')
+	memset(h, 0, sizeof(*h));
+	if ((rc = baseurl(p, &base)) != 0)
+		return rc;
+	if (keyfile != NULL) {
+		if ((rc = readkey(keyfile, &key)) != 0)
+			return rc;
+	} else if ((s = getenv(p->key_env)) != NULL && *s != '\0')
 		key = xstrdup(s);
 	else
-		qb_die(QB_EX_CONFIG, "%s is not set", p->key_env);
-	if (o == NULL || o->auth == NULL)
-		qb_die(QB_EX_CONFIG, "provider %s is not supported yet",
+		return qb_fail(QB_EX_CONFIG, "%s is not set", p->key_env);
+	if (o == NULL || o->auth == NULL) {
+		wipe(key);
+		return qb_fail(QB_EX_CONFIG, "provider %s is not supported yet",
 		    p->name);
-	n = o->auth(key, hdrs, 7);
-	hdrs[n] = NULL;
-	http_init(h, base, (const char *const *)hdrs, key);
-	for (i = 0; i < n; i++) {
-		memset(hdrs[i], 0, strlen(hdrs[i]));
-		free(hdrs[i]);
 	}
-	memset(key, 0, strlen(key));
-	free(key);
+	if ((n = o->auth(key, hdrs, 7)) < 0) {
+		wipe(key);
+		return QB_EX_CONFIG;
+	}
+	hdrs[n] = NULL;
+	rc = http_init(h, base, (const char *const *)hdrs, key);
+	for (i = 0; i < n; i++)
+		wipe(hdrs[i]);
+	wipe(key);
+	return rc;
 }
 
-struct http *
-provider_conn(struct provider_conns *c, const struct provider *p)
+int
+provider_conn(struct provider_conns *c, const struct provider *p,
+    struct http **h)
 {
-	int i;
+	int i, rc;
 
 	for (i = 0; i < c->n; i++)
-		if (c->p[i] == p)
-			return &c->h[i];
+		if (c->p[i] == p) {
+			*h = &c->h[i];
+			return 0;
+		}
 	if (c->n == (int)(sizeof(c->p) / sizeof(c->p[0])))
-		qb_die(QB_EX_SOFTWARE, "too many providers in one run");
+		qb_bug("too many providers in one run");
+	if ((rc = provider_open(p, &c->h[c->n], c->base, c->keyfile)) != 0)
+		return rc;
 	c->p[c->n] = p;
-	provider_open(p, &c->h[c->n], c->base, c->keyfile);
-	return &c->h[c->n++];
+	*h = &c->h[c->n++];
+	return 0;
 }
 
 void

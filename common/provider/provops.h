@@ -36,7 +36,9 @@ struct provider_ops {
 	/*
 	 * The header lines that authenticate key (and any other fixed
 	 * headers), into hdrs, a NULL-terminated array of n slots; strings
-	 * are malloc'd and the caller frees them. Returns the count used.
+	 * are malloc'd and the caller frees them. Returns the count used, or
+	 * -1 when the provider's configuration is bad (reported; the status
+	 * is QB_EX_CONFIG).
 	 */
 	int	(*auth)(const char *key, char **hdrs, int n);
 	/*
@@ -95,20 +97,23 @@ const struct provider_ops *provider_ops(const struct provider *p);
 /*
  * Set h up to talk to p: the base URL is base if not NULL, else the
  * environment variable p->base_env, else p->base_default; the key is the
- * first line of keyfile if not NULL, else p->key_env. A missing key or an
- * unreadable key file exits QB_EX_CONFIG ("OPENAI_API_KEY is not set").
- * Release with http_free.
+ * first line of keyfile if not NULL, else p->key_env. Returns 0 (release
+ * h with http_free), or, reported, QB_EX_CONFIG for no base URL, no key
+ * ("OPENAI_API_KEY is not set"), an unreadable key file or another bad
+ * setting, and QB_EX_OSERR when libcurl cannot start; h then holds
+ * nothing.
  */
-void provider_open(const struct provider *p, struct http *h, const char *base,
+int provider_open(const struct provider *p, struct http *h, const char *base,
     const char *keyfile);
 
 /*
- * Check what provider_open would use for p before any work is done: exit
- * QB_EX_CONFIG when the base URL (base, else p->base_env, else the
- * default) is not an http or https URL, or, if key is set and there is no
- * keyfile, when p->key_env is set but empty. (provcheck.c)
+ * Check what provider_open would use for p before any work is done: the
+ * base URL (base, else p->base_env, else the default) must be an http or
+ * https URL and, if key is set and there is no keyfile, p->key_env must
+ * not be set but empty. Returns 0, or QB_EX_CONFIG after saying why.
+ * (provcheck.c)
  */
-void provider_check(const struct provider *p, const char *base,
+int provider_check(const struct provider *p, const char *base,
     const char *keyfile, int key);
 
 /*
@@ -123,8 +128,13 @@ struct provider_conns {
 	const char		*base, *keyfile;	/* not owned */
 };
 
-/* The connection to p, opened on first use (exits as provider_open). */
-struct http *provider_conn(struct provider_conns *c, const struct provider *p);
+/*
+ * Point *h at the connection to p, opened on first use. Returns 0, or
+ * the status of a provider_open that failed (reported); it is tried
+ * again on the next call.
+ */
+int provider_conn(struct provider_conns *c, const struct provider *p,
+    struct http **h);
 /* Close every connection. */
 void provider_conns_free(struct provider_conns *c);
 

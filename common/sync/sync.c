@@ -157,19 +157,23 @@ reap(struct sync *s)
 	return n;
 }
 
-/* The engine's connection, limits and output. */
-static void
+/* The engine's connection, limits and output; 0 or sync_http_init's status. */
+static int
 setup(struct sync *s, const struct sync_opts *o)
 {
+	int rc;
+
 	s->o = o;
 	if ((s->p = provider_find(o->prov != NULL ? o->prov : "openai")) == NULL)
 		qb_die(QB_EX_USAGE, "unknown provider \"%s\"", o->prov);
-	sync_http_init(s);
+	if ((rc = sync_http_init(s)) != 0)
+		return rc;
 	rb_init(&s->rb, 0.1, 10);
 	s->unknown_left = o->unknown_retries;
 	idmap_init(&s->ids);
 	s->g = jout_new();
 	s->tty = isatty(STDERR_FILENO);
+	return 0;
 }
 
 static void
@@ -216,7 +220,8 @@ sync_run(const struct sync_opts *o, char **files)
 	size_t lim = LOOKAHEAD + (o->array > 1 ? (size_t)o->array : 0);
 
 	memset(&s, 0, sizeof(s));
-	setup(&s, o);
+	if ((rc = setup(&s, o)) != 0)
+		return rc;
 	s.scan.deep = deep;
 	/* A closed pipe is a write error (74), not a silent death. */
 	signal(SIGPIPE, SIG_IGN);

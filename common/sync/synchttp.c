@@ -227,14 +227,16 @@ sync_easy(struct sync *s, struct sync_item *it)
 	return e;
 }
 
-void
+int
 sync_http_init(struct sync *s)
 {
 	const struct sync_opts *o = s->o;
 	struct curl_slist *l;
 	const char *v;
+	int rc;
 
-	provider_open(s->p, &s->h, o->base, o->keyfile);
+	if ((rc = provider_open(s->p, &s->h, o->base, o->keyfile)) != 0)
+		return rc;
 	/* A completion may take minutes: the SDKs wait 10 for one. */
 	v = getenv("QB_HTTP_TIMEOUT");
 	s->timeout = v != NULL && *v != '\0' ? s->h.json_timeout : TIMEOUT;
@@ -255,6 +257,7 @@ sync_http_init(struct sync *s)
 	curl_multi_setopt(s->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
 	curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS,
 	    (long)(o->concurrency > 8 ? o->concurrency + 4 : 12));
+	return 0;
 }
 
 void

@@ -169,8 +169,11 @@ void sync_list_del(struct sync_list *l, struct sync_item *it);
 void sync_list_add(struct sync_list *l, struct sync_item *it, int front);
 
 /* synchttp.c */
-/* provider_open, the headers, the multi handle; sync_http_free undoes it. */
-void sync_http_init(struct sync *s);
+/*
+ * provider_open, the headers, the multi handle; sync_http_free undoes it.
+ * Returns 0, or the status of a provider_open that failed (reported).
+ */
+int sync_http_init(struct sync *s);
 void sync_http_free(struct sync *s);
 /* A handle for a try of it: its body, headers and callbacks set. */
 CURL *sync_easy(struct sync *s, struct sync_item *it);
