@@ -4,8 +4,8 @@
  * streamed from a callback, streamed multipart uploads and streamed
  * downloads; every failure classified as temporary,
  * auth, permanent or protocol, and temporary ones retried with backoff
- * (common/http.c; the classes, exit statuses, Retry-After and URL checks
- * are in common/httpclass.c).
+ * (http.c; the classes, exit statuses, Retry-After and URL checks are in
+ * httpclass.c).
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_HTTP_H
@@ -133,7 +133,7 @@ enum http_class http_download(struct http *h, const char *path, FILE *out,
  * can never work (bad URL, TLS verification); HTTP_PROTO for anything else.
  */
 enum http_class http_class(CURLcode cc, long status);
-/* The exit status for a class: 0, 75, 77, 69, 76 (common/exits.h). */
+/* The exit status for a class: 0, 75, 77, 69, 76 (base/exits.h). */
 int http_exitcode(enum http_class c);
 /*
  * The server's requested delay in seconds from the retry-after-ms value ms

@@ -2,7 +2,7 @@
  * httpclass.c: what an HTTP exchange means to qb, without a handle: a
  * URL's fitness as a base URL, the failure class of a libcurl result and
  * status, its exit status, and the wait a Retry-After asks for
- * (PROVIDERS.md §1.11, §2.7). http.c does the talking.
+ * (qb-providers(7), HTTP "Failure classes"). http.c does the talking.
  * SPDX-License-Identifier: ISC
  */
 #include <ctype.h>
