@@ -39,7 +39,7 @@
 #include "ledger/jobs.h"
 #include "ledger/ledger.h"
 #include "opt.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 
 static const char usage[] =
     "[-hqVvw] [--strict] [--base-url url] [-d dir] [--interval seconds]\n"
@@ -198,8 +198,8 @@ fetch(struct poll *P, struct job *j, const struct provider *p, struct http *h,
 			rc = QB_EX_IOERR;
 			break;
 		}
-		if ((e = p->fetch(h, pj->result[i].ref, a.fp)) != 0 &&
-		    (h->status == 404 || h->status == 410) &&
+		e = provider_ops(p)->fetch(h, pj->result[i].ref, a.fp);
+		if (e != 0 && (h->status == 404 || h->status == 410) &&
 		    stat(path.p, &st) == 0 && S_ISREG(st.st_mode)) {
 			/*
 			 * Gone at the provider, but an earlier run has it
@@ -278,6 +278,7 @@ static void
 poll_one(struct poll *P, struct job *j)
 {
 	const struct provider *p;
+	const struct provider_ops *o;
 	struct provider_job pj;
 	struct job_set s;
 	struct http *h;
@@ -289,16 +290,18 @@ poll_one(struct poll *P, struct job *j)
 	name = jtree_str(j->r.rec, "provider");
 	if (name == NULL)
 		name = "openai";
-	if ((p = provider_find(name)) == NULL || p->get == NULL) {
+	if ((p = provider_find(name)) == NULL ||
+	    (o = provider_ops(p)) == NULL || o->get == NULL) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: cannot poll provider \"%s\"",
 		    id, name);
 		failed(P, j, "cannot poll this provider", 0);
 		return;
 	}
-	provider_check(p, P->o->po.base, P->o->po.keyfile, 1);
-	h = provider_conn(&P->conns, p);
+	if ((rc = provider_check(p, P->o->po.base, P->o->po.keyfile, 1)) != 0 ||
+	    (rc = provider_conn(&P->conns, p, &h)) != 0)
+		exit(rc);
 	h->deadline = P->deadline;
-	if ((rc = p->get(h, id, &batch)) != 0) {
+	if ((rc = o->get(h, id, &batch)) != 0) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, h->err);
 		if (rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR)
 			failed(P, j, h->err, h->status);	/* 404 and such */
@@ -306,7 +309,7 @@ poll_one(struct poll *P, struct job *j)
 			trouble(P, rc);
 		return;
 	}
-	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+	if (o->job(batch, &pj, err, sizeof(err)) != 0) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, err);
 		P->proto = 1;
 		yajl_tree_free(batch);
@@ -589,7 +592,9 @@ main(int argc, char *argv[])
 	qb_setprog(argv[0]);
 	nfiles = options(&o, argc, argv, &files);
 	lp = o.ledger != NULL ? &led : NULL;
-	provider_check(provider_find("openai"), o.po.base, o.po.keyfile, 0);
+	if ((rc = provider_check(provider_find("openai"), o.po.base,
+	    o.po.keyfile, 0)) != 0)
+		return rc;
 
 	memset(&P, 0, sizeof(P));
 	P.o = &o;

@@ -33,7 +33,7 @@
 #include "ledger/jobs.h"
 #include "ledger/ledger.h"
 #include "opt.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 
 static const char usage[] =
     "[-hqVv] [--dry-run] [--base-url url] [--key-file file]\n"
@@ -205,6 +205,7 @@ static void
 refused(struct reap *R, struct job *j, const struct provider *p,
     struct http *h)
 {
+	const struct provider_ops *o = provider_ops(p);
 	const char *id = jtree_str(j->r.rec, "batch_id");
 	char why[sizeof(h->err)], err[256];
 	struct provider_job pj;
@@ -212,8 +213,8 @@ refused(struct reap *R, struct job *j, const struct provider *p,
 	int rc;
 
 	memcpy(why, h->err, sizeof(why));
-	if ((rc = p->get(h, id, &b)) == 0 &&
-	    p->job(b, &pj, err, sizeof(err)) == 0 && pj.ended) {
+	if ((rc = o->get(h, id, &b)) == 0 &&
+	    o->job(b, &pj, err, sizeof(err)) == 0 && pj.ended) {
 		saw(R, p);
 		qb_note(1, "%s: not cancelled: it has ended (%s)", id, pj.status);
 	} else if (rc != 0 && h->status == 404)
@@ -235,6 +236,7 @@ static int
 confirm_gone(struct job *j, const struct provider *p, struct http *h,
     long long *st)
 {
+	const struct provider_ops *o = provider_ops(p);
 	const char *id = jtree_str(j->r.rec, "batch_id");
 	FILE *null;
 	int i, rc = 0;
@@ -244,10 +246,10 @@ confirm_gone(struct job *j, const struct provider *p, struct http *h,
 		    id, j->pj.status);
 		return 0;
 	}
-	if (p->fetch == NULL || (null = fopen("/dev/null", "w")) == NULL)
+	if (o->fetch == NULL || (null = fopen("/dev/null", "w")) == NULL)
 		return 0;
 	for (i = 0; i < j->pj.nresult && rc == 0; i++)
-		if (p->fetch(h, j->pj.result[i].ref, null) != 0) {
+		if (o->fetch(h, j->pj.result[i].ref, null) != 0) {
 			if (h->status == 404 || h->status == 410) {
 				*st = h->status;
 				rc = 1;
@@ -265,6 +267,7 @@ static void
 reap_one(struct reap *R, struct job *j)
 {
 	const struct provider *p;
+	const struct provider_ops *o;
 	struct http *h;
 	yajl_val e = jtree_get(j->r.rec, "error"), b = NULL;
 	const char *id = jtree_str(j->r.rec, "batch_id");
@@ -277,8 +280,9 @@ reap_one(struct reap *R, struct job *j)
 	lost = jtree_int(e, "http_status", &st) == 0 && (st == 404 || st == 410);
 	if (name == NULL)
 		name = "openai";
-	if ((p = provider_find(name)) == NULL || p->get == NULL ||
-	    p->cancel == NULL) {
+	if ((p = provider_find(name)) == NULL ||
+	    (o = provider_ops(p)) == NULL || o->get == NULL ||
+	    o->cancel == NULL) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: cannot reap provider \"%s\"",
 		    id, name);
 		fail(R, QB_EX_PARTIAL);
@@ -286,10 +290,11 @@ reap_one(struct reap *R, struct job *j)
 	}
 	cancel = !lost && stale(R, j);
 	post = cancel && !R->o->dry;	/* --dry-run: GETs only */
-	provider_check(p, R->o->po.base, R->o->po.keyfile, 1);
-	h = provider_conn(&R->conns, p);
-	rc = post ? p->cancel(h, id, &b) : p->get(h, id, &b);
-	if (rc == 0 && p->job(b, &j->pj, err, sizeof(err)) != 0) {
+	if ((rc = provider_check(p, R->o->po.base, R->o->po.keyfile, 1)) != 0 ||
+	    (rc = provider_conn(&R->conns, p, &h)) != 0)
+		exit(rc);
+	rc = post ? o->cancel(h, id, &b) : o->get(h, id, &b);
+	if (rc == 0 && o->job(b, &j->pj, err, sizeof(err)) != 0) {
 		qb_lwarn(j->r.src, j->r.lineno, "%s: %s", id, err);
 		fail(R, QB_EX_PROTOCOL);
 	} else if (rc == 0) {
@@ -499,7 +504,9 @@ main(int argc, char *argv[])
 	qb_setprog(argv[0]);
 	nfiles = options(&o, argc, argv, &files);
 	lp = o.ledger != NULL ? &led : NULL;
-	provider_check(provider_find("openai"), o.po.base, o.po.keyfile, 0);
+	if ((rc = provider_check(provider_find("openai"), o.po.base,
+	    o.po.keyfile, 0)) != 0)
+		return rc;
 
 	memset(&R, 0, sizeof(R));
 	R.o = &o;

@@ -28,7 +28,7 @@
 #include "base/num.h"
 #include "ledger/submit.h"
 #include "opt.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 #include "sync/sync.h"
 
 static const char usage[] =
@@ -296,7 +296,7 @@ main(int argc, char *argv[])
 {
 	struct opts o;
 	char **files;
-	int fl;
+	int fl, rc;
 
 	qb_setprog(argv[0]);
 	defaults(&o);
@@ -306,7 +306,8 @@ main(int argc, char *argv[])
 	    (fl & O_ACCMODE) == O_RDONLY)
 		qb_die(QB_EX_IOERR, "standard output is not open for writing: "
 		    "job records would be lost");
-	provider_check(provider_find(o.prov != NULL ? o.prov : "openai"),
-	    o.po.base, o.po.keyfile, 0);
+	if ((rc = provider_check(provider_find(o.prov != NULL ? o.prov :
+	    "openai"), o.po.base, o.po.keyfile, 0)) != 0)
+		return rc;
 	return o.sync ? synchronous(&o, files) : batches(&o, files);
 }

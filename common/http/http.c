@@ -5,14 +5,15 @@
  * its connection cache), so a run of GETs to one host reuses one
  * connection. Retries use exponential backoff with full jitter and obey
  * the server's retry-after-ms, Retry-After and x-should-retry headers the
- * way the OpenAI SDK does (PROVIDERS.md §1.11). A request body comes from
- * memory or from a read callback (a streamed create), under the same
- * rules. Nothing here ever prints a request header: the key travels only
+ * way the OpenAI SDK does (qb-providers(7), HTTP "Retries"). A request
+ * body comes from memory or from a read callback (a streamed create),
+ * under the same rules. Nothing here ever prints a request header: the key travels only
  * in h->hdrs, and never to another origin than the base URL's.
  * SPDX-License-Identifier: ISC
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -68,20 +69,57 @@ struct xfer {
 	double		 last;		/* qtime_mono() of the last progress */
 };
 
-void
+/*
+ * The settings QB_MAX_RETRIES, QB_BACKOFF_BASE and QB_HTTP_TIMEOUT, when
+ * set, into h. Returns 0 or QB_EX_CONFIG, reported.
+ */
+static int
+settings(struct http *h)
+{
+	const char *s, *e;
+	double t;
+
+	if ((s = getenv("QB_MAX_RETRIES")) != NULL && *s != '\0') {
+		h->retries = (int)qb_strtonum(s, 0, 100, &e);
+		if (e != NULL)
+			return qb_fail(QB_EX_CONFIG,
+			    "QB_MAX_RETRIES \"%s\" is %s", s, e);
+	}
+	if ((s = getenv("QB_BACKOFF_BASE")) != NULL && *s != '\0') {
+		h->backoff = qb_parse_seconds(s, &e);
+		if (e != NULL)
+			return qb_fail(QB_EX_CONFIG,
+			    "QB_BACKOFF_BASE \"%s\" is %s", s, e);
+	}
+	if ((s = getenv("QB_HTTP_TIMEOUT")) != NULL && *s != '\0') {
+		t = qb_parse_seconds(s, &e);
+		if (e == NULL && (t < 1 || t > 86400))
+			e = "out of range (1 s to 1 day)";
+		if (e != NULL)
+			return qb_fail(QB_EX_CONFIG,
+			    "QB_HTTP_TIMEOUT \"%s\" is %s", s, e);
+		h->timeout = h->json_timeout = (long)ceil(t);
+	}
+	return 0;
+}
+
+int
 http_init(struct http *h, const char *base, const char *const *hdrs,
     const char *secret)
 {
-	const char *s, *e;
 	char why[160];
 	size_t n;
+	int rc;
 
 	memset(h, 0, sizeof(*h));
 	if (http_check_url(base, why, sizeof(why)) != 0)
-		qb_die(QB_EX_CONFIG, "base URL \"%s\": %s", base, why);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
-	    (h->curl = curl_easy_init()) == NULL)
-		qb_die(QB_EX_OSERR, "cannot initialise libcurl");
+		return qb_fail(QB_EX_CONFIG, "base URL \"%s\": %s", base, why);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return qb_fail(QB_EX_OSERR, "cannot initialise libcurl");
+	if ((h->curl = curl_easy_init()) == NULL) {
+		curl_global_cleanup();
+		return qb_fail(QB_EX_OSERR, "cannot initialise libcurl");
+	}
 	n = strlen(base);
 	while (n > 0 && base[n - 1] == '/')
 		n--;
@@ -89,35 +127,21 @@ http_init(struct http *h, const char *base, const char *const *hdrs,
 	h->secret = secret != NULL && *secret != '\0' ? xstrdup(secret) : NULL;
 	for (; hdrs != NULL && *hdrs != NULL; hdrs++)
 		if ((h->hdrs = curl_slist_append(h->hdrs, *hdrs)) == NULL)
-			qb_die(QB_EX_OSERR, "out of memory");
+			qb_oom(0);
 	h->json_timeout = JSON_TIMEOUT;
 	h->timeout = XFER_TIMEOUT;
 	h->retries = 4;
 	h->backoff = 0.5;
 	h->cap = 30;
-	if ((s = getenv("QB_MAX_RETRIES")) != NULL && *s != '\0') {
-		h->retries = (int)qb_strtonum(s, 0, 100, &e);
-		if (e != NULL)
-			qb_die(QB_EX_CONFIG, "QB_MAX_RETRIES \"%s\" is %s", s, e);
-	}
-	if ((s = getenv("QB_BACKOFF_BASE")) != NULL && *s != '\0') {
-		h->backoff = qb_parse_seconds(s, &e);
-		if (e != NULL)
-			qb_die(QB_EX_CONFIG, "QB_BACKOFF_BASE \"%s\" is %s", s, e);
-	}
-	if ((s = getenv("QB_HTTP_TIMEOUT")) != NULL && *s != '\0') {
-		double t = qb_parse_seconds(s, &e);
-
-		if (e == NULL && (t < 1 || t > 86400))
-			e = "out of range (1 s to 1 day)";
-		if (e != NULL)
-			qb_die(QB_EX_CONFIG, "QB_HTTP_TIMEOUT \"%s\" is %s", s, e);
-		h->timeout = h->json_timeout = (long)ceil(t);
+	if ((rc = settings(h)) != 0) {
+		http_free(h);
+		return rc;
 	}
 	h->rng = (unsigned long long)time(NULL) * 2654435761ULL ^
 	    (unsigned long long)getpid() << 32 ^ (unsigned long long)(size_t)h;
 	if (h->rng == 0)
 		h->rng = 1;
+	return 0;
 }
 
 void
@@ -304,30 +328,17 @@ static struct curl_slist *
 addhdr(struct curl_slist *l, const char *s)
 {
 	if ((l = curl_slist_append(l, s)) == NULL)
-		qb_die(QB_EX_OSERR, "out of memory");
+		qb_oom(0);
 	return l;
 }
 
-/*
- * One request of a try of q; fills r and x, returns libcurl's result. bare:
- * without h->hdrs (the key and the provider's other fixed headers).
- */
-static CURLcode
-once(struct http *h, const struct req *q, const char *url, int bare,
-    struct http_resp *r, struct xfer *x)
+/* The options of every request: callbacks, timeouts, protocols. */
+static void
+setcommon(struct http *h, const struct req *q, const char *url,
+    struct xfer *x, char *ebuf)
 {
 	CURL *c = h->curl;
-	struct curl_slist *hl = NULL, *s;
-	curl_mime *mime = NULL;
-	curl_mimepart *part;
-	const char *const *f;
-	char ebuf[CURL_ERROR_SIZE];
-	curl_off_t reqsize = 0;
-	long rsize = 0, ms;
-	CURLcode cc;
 
-	for (s = bare ? NULL : h->hdrs; s != NULL; s = s->next)
-		hl = addhdr(hl, s->data);
 	curl_easy_reset(c);
 	ebuf[0] = '\0';
 	curl_easy_setopt(c, CURLOPT_URL, url);
@@ -354,68 +365,92 @@ once(struct http *h, const struct req *q, const char *url, int bare,
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 #endif
-	switch (q->kind) {
-	case K_JSON:
-		ms = h->json_timeout * 1000L;
-		if (h->deadline > 0 && (h->deadline - qtime_mono()) * 1000 < ms)
-			ms = (long)((h->deadline - qtime_mono()) * 1000) + 1;
-		if (q->body == NULL || q->body->read == NULL)
-			curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
-		hl = addhdr(hl, "Accept: application/json");
-		if (strcmp(q->method, "GET") == 0) {
-			curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-			break;
-		}
-		curl_easy_setopt(c, CURLOPT_POST, 1L);
-		if (strcmp(q->method, "POST") != 0)
-			curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
-		hl = addhdr(hl, "Content-Type: application/json");
-		/* No "Expect: 100-continue" round trip before the body. */
-		hl = addhdr(hl, "Expect:");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-		    (curl_off_t)(q->body != NULL ? q->body->len : 0));
-		if (q->body != NULL && q->body->read != NULL) {
-			curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-			curl_easy_setopt(c, CURLOPT_READDATA, x);
-			curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
-			curl_easy_setopt(c, CURLOPT_SEEKDATA, x);
-		} else
-			curl_easy_setopt(c, CURLOPT_POSTFIELDS,
-			    q->body != NULL ? q->body->p : "");
-		break;
-	case K_UPLOAD:
-		if ((mime = curl_mime_init(c)) == NULL)
-			qb_die(QB_EX_OSERR, "out of memory");
-		for (f = q->fields; f != NULL && f[0] != NULL && f[1] != NULL;
-		    f += 2) {
-			part = curl_mime_addpart(mime);
-			curl_mime_name(part, f[0]);
-			curl_mime_data(part, f[1], CURL_ZERO_TERMINATED);
-		}
-		part = curl_mime_addpart(mime);
-		curl_mime_name(part, "file");
-		if ((cc = curl_mime_filedata(part, q->file)) != CURLE_OK) {
-			curl_mime_free(mime);
-			curl_slist_free_all(hl);
-			return cc;
-		}
-		curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
-		/* No "Expect: 100-continue" round trip before the body. */
-		hl = addhdr(hl, "Expect:");
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout);
-		break;
-	case K_DOWNLOAD:
+}
+
+/*
+ * The options of a JSON request: its method, its body from memory or
+ * streamed, and its time limit. Returns hl with the headers it needs.
+ */
+static struct curl_slist *
+setjson(struct http *h, const struct req *q, struct xfer *x,
+    struct curl_slist *hl)
+{
+	CURL *c = h->curl;
+	long ms;
+
+	ms = h->json_timeout * 1000L;
+	if (h->deadline > 0 && (h->deadline - qtime_mono()) * 1000 < ms)
+		ms = (long)((h->deadline - qtime_mono()) * 1000) + 1;
+	if (q->body == NULL || q->body->read == NULL)
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
+	hl = addhdr(hl, "Accept: application/json");
+	if (strcmp(q->method, "GET") == 0) {
 		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-		hl = addhdr(hl, "Accept: application/binary");
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout);
-		break;
+		return hl;
 	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-	cc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &rsize);
-	curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &reqsize);
+	curl_easy_setopt(c, CURLOPT_POST, 1L);
+	if (strcmp(q->method, "POST") != 0)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
+	hl = addhdr(hl, "Content-Type: application/json");
+	/* No "Expect: 100-continue" round trip before the body. */
+	hl = addhdr(hl, "Expect:");
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+	    (curl_off_t)(q->body != NULL ? q->body->len : 0));
+	if (q->body != NULL && q->body->read != NULL) {
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, x);
+		curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(c, CURLOPT_SEEKDATA, x);
+	} else
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS,
+		    q->body != NULL ? q->body->p : "");
+	return hl;
+}
+
+/*
+ * The options of a multipart upload: q's fields and its file streamed as
+ * part "file", into *mime (the caller frees it after the request), and
+ * the headers it needs added to *hl. Returns libcurl's result of opening
+ * the file.
+ */
+static CURLcode
+setform(struct http *h, const struct req *q, curl_mime **mime,
+    struct curl_slist **hl)
+{
+	CURL *c = h->curl;
+	curl_mimepart *part;
+	const char *const *f;
+	CURLcode cc;
+
+	if ((*mime = curl_mime_init(c)) == NULL)
+		qb_oom(0);
+	for (f = q->fields; f != NULL && f[0] != NULL && f[1] != NULL; f += 2) {
+		part = curl_mime_addpart(*mime);
+		curl_mime_name(part, f[0]);
+		curl_mime_data(part, f[1], CURL_ZERO_TERMINATED);
+	}
+	part = curl_mime_addpart(*mime);
+	curl_mime_name(part, "file");
+	if ((cc = curl_mime_filedata(part, q->file)) != CURLE_OK)
+		return cc;
+	curl_easy_setopt(c, CURLOPT_MIMEPOST, *mime);
+	/* No "Expect: 100-continue" round trip before the body. */
+	*hl = addhdr(*hl, "Expect:");
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout);
+	return CURLE_OK;
+}
+
+/* After a request: whether any of it went out, and why it failed. */
+static void
+aftermath(struct http *h, const struct req *q, struct xfer *x, CURLcode cc,
+    const char *ebuf)
+{
+	curl_off_t reqsize = 0;
+	long rsize = 0;
+
+	curl_easy_getinfo(h->curl, CURLINFO_REQUEST_SIZE, &rsize);
+	curl_easy_getinfo(h->curl, CURLINFO_SIZE_UPLOAD_T, &reqsize);
 	if (rsize > 0 || reqsize > 0)
 		x->sent = 1;
 	if (x->stalled > 0)
@@ -426,6 +461,44 @@ once(struct http *h, const struct req *q, const char *url, int bare,
 		snprintf(h->err, sizeof(h->err), "%s", ebuf);
 	else if (cc != CURLE_OK)
 		snprintf(h->err, sizeof(h->err), "%s", curl_easy_strerror(cc));
+}
+
+/*
+ * One request of a try of q; fills r and x, returns libcurl's result. bare:
+ * without h->hdrs (the key and the provider's other fixed headers).
+ */
+static CURLcode
+once(struct http *h, const struct req *q, const char *url, int bare,
+    struct http_resp *r, struct xfer *x)
+{
+	CURL *c = h->curl;
+	struct curl_slist *hl = NULL, *s;
+	curl_mime *mime = NULL;
+	char ebuf[CURL_ERROR_SIZE];
+	CURLcode cc = CURLE_OK;
+
+	for (s = bare ? NULL : h->hdrs; s != NULL; s = s->next)
+		hl = addhdr(hl, s->data);
+	setcommon(h, q, url, x, ebuf);
+	switch (q->kind) {
+	case K_JSON:
+		hl = setjson(h, q, x, hl);
+		break;
+	case K_UPLOAD:
+		cc = setform(h, q, &mime, &hl);
+		break;
+	case K_DOWNLOAD:
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+		hl = addhdr(hl, "Accept: application/binary");
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout);
+		break;
+	}
+	if (cc == CURLE_OK) {
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+		cc = curl_easy_perform(c);
+		aftermath(h, q, x, cc, ebuf);
+	}
 	/* The handle must not point at freed lists or forms. */
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(c, CURLOPT_MIMEPOST, NULL);
@@ -552,49 +625,153 @@ http_jitter(struct http *h, int attempt)
 	    9007199254740992.0);
 }
 
+static void adderr(struct http *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Add to h->err, after what it says. */
+static void
+adderr(struct http *h, const char *fmt, ...)
+{
+	size_t n = strlen(h->err);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(h->err + n, sizeof(h->err) - n, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Whether q may not start at all: its deadline has passed. Then r and
+ * h->err say so, and the call fails as a timeout would.
+ */
+static int
+late(struct http *h, const struct req *q, struct http_resp *r)
+{
+	if (h->deadline <= 0 || qtime_mono() < h->deadline)
+		return 0;
+	http_resp_free(r);
+	r->cc = CURLE_OPERATION_TIMEDOUT;
+	snprintf(h->err, sizeof(h->err), "%s %s: not started: the deadline "
+	    "has passed", q->method, q->path);
+	h->status = 0;
+	return 1;
+}
+
+/*
+ * Try attempt (0 first) of q at url, from a clean start: r and x empty,
+ * a download's file emptied, a streamed body rewound. r->cc is the
+ * result.
+ */
+static void
+onetry(struct http *h, const struct req *q, const char *url,
+    struct http_resp *r, struct xfer *x, int attempt)
+{
+	buf_free(&r->body);
+	http_resp_init(r);
+	memset(x, 0, sizeof(*x));
+	x->h = h;
+	x->q = q;
+	x->r = r;
+	x->out = q->out;
+	h->err[0] = '\0';
+	if (q->out != NULL && attempt > 0 && (fflush(q->out) != 0 ||
+	    ftruncate(fileno(q->out), 0) != 0 ||
+	    fseeko(q->out, 0, SEEK_SET) != 0))
+		x->werr = errno;
+	if (q->body != NULL && q->body->read != NULL)
+		x->rerr = q->body->rewind(q->body->ctx);
+	r->cc = x->werr != 0 ? CURLE_WRITE_ERROR : x->rerr != 0 ?
+	    CURLE_READ_ERROR : perform(h, q, url, r, x);
+	if (x->rerr > 0)
+		r->cc = CURLE_READ_ERROR;
+	r->tries = attempt + 1;
+}
+
+/*
+ * Whether a try of q that failed with class cls may be made again: a
+ * temporary failure may, unless the server says otherwise, and a create
+ * only when it surely was not taken (qb-providers(7), HTTP "Retries").
+ * A create that may have been made sets r->unknown, and h->err says so.
+ */
+static int
+retryable(struct http *h, const struct req *q, struct http_resp *r,
+    const struct xfer *x, enum http_class cls)
+{
+	int retry = cls == HTTP_TEMP;
+
+	/* The server's own word overrides the status rule. */
+	if (r->should_retry == 0 || (r->should_retry == 1 &&
+	    r->status >= 400))
+		retry = r->should_retry;
+	if (x->werr != 0 || x->rerr != 0)
+		return 0;
+	if (q->create && r->cc != CURLE_OK && r->status < 400 && x->sent) {
+		/* The server may have made it: never send it twice. */
+		r->unknown = 1;
+		adderr(h, "; outcome unknown: the request was sent");
+		return 0;
+	}
+	if (q->create && (r->status == 500 || r->status == 502 ||
+	    r->status == 504)) {
+		/* It may have been made before the error, or behind a
+		   gateway that gave up on it: never send it twice. */
+		r->unknown = 1;
+		adderr(h, "; outcome unknown: the server may have made it");
+		return 0;
+	}
+	if (q->create && r->status > 0)
+		/* 429, 503, 529: refused before it was taken. */
+		return retry && (r->status == 429 || r->status == 503 ||
+		    r->status == 529);
+	return retry;
+}
+
+/*
+ * Seconds to wait before the retry after attempt: what the server asks,
+ * else a backoff. Returns -1, with why added to h->err, when the server
+ * asks too long a wait or the retry would start after the deadline.
+ */
+static double
+backoff(struct http *h, const struct http_resp *r, int attempt)
+{
+	double delay;
+
+	delay = http_retry_after(r->retry_after_ms, r->retry_after,
+	    time(NULL));
+	if (delay > RETRY_AFTER_MAX) {
+		adderr(h, "; the server asks to wait %.0f s", delay);
+		return -1;
+	}
+	if (delay <= 0)
+		delay = http_jitter(h, attempt);
+	if (h->deadline > 0 && qtime_mono() + delay >= h->deadline) {
+		adderr(h, "; no retry: the deadline has passed");
+		return -1;
+	}
+	return delay;
+}
+
+/* q, tried until it succeeds or may not be tried again. */
 static enum http_class
 run(struct http *h, const struct req *q, struct http_resp *r)
 {
 	struct buf url = BUF_INIT;
 	struct xfer x;
-	enum http_class cls;
+	enum http_class cls = HTTP_TEMP;
 	double delay, secs;
-	int attempt, retry;
+	int attempt;
 
 	if (strncmp(q->path, "http://", 7) == 0 ||
 	    strncmp(q->path, "https://", 8) == 0)
 		buf_puts(&url, q->path);
 	else
 		buf_printf(&url, "%s%s", h->base, q->path);
-	if (h->deadline > 0 && qtime_mono() >= h->deadline) {
-		http_resp_free(r);
-		r->cc = CURLE_OPERATION_TIMEDOUT;
-		snprintf(h->err, sizeof(h->err), "%s %s: not started: the "
-		    "deadline has passed", q->method, q->path);
-		h->status = 0;
+	if (late(h, q, r)) {
 		buf_free(&url);
 		return HTTP_TEMP;
 	}
 	for (attempt = 0;; attempt++) {
-		buf_free(&r->body);
-		http_resp_init(r);
-		memset(&x, 0, sizeof(x));
-		x.h = h;
-		x.q = q;
-		x.r = r;
-		x.out = q->out;
-		h->err[0] = '\0';
-		if (q->out != NULL && attempt > 0 && (fflush(q->out) != 0 ||
-		    ftruncate(fileno(q->out), 0) != 0 ||
-		    fseeko(q->out, 0, SEEK_SET) != 0))
-			x.werr = errno;
-		if (q->body != NULL && q->body->read != NULL)
-			x.rerr = q->body->rewind(q->body->ctx);
-		r->cc = x.werr != 0 ? CURLE_WRITE_ERROR : x.rerr != 0 ?
-		    CURLE_READ_ERROR : perform(h, q, url.p, r, &x);
-		if (x.rerr > 0)
-			r->cc = CURLE_READ_ERROR;
-		r->tries = attempt + 1;
+		onetry(h, q, url.p, r, &x, attempt);
 		secs = 0;
 		curl_easy_getinfo(h->curl, CURLINFO_TOTAL_TIME, &secs);
 		/* An answer, then a broken connection: the answer speaks. */
@@ -609,52 +786,9 @@ run(struct http *h, const struct req *q, struct http_resp *r)
 		if (cls == HTTP_OK)
 			break;
 		describe(h, q, r, &x);
-		retry = cls == HTTP_TEMP;
-		/* The server's own word overrides the status rule (§1.11). */
-		if (r->should_retry == 0 || (r->should_retry == 1 &&
-		    r->status >= 400))
-			retry = r->should_retry;
-		if (x.werr != 0 || x.rerr != 0)
-			retry = 0;
-		else if (q->create && r->cc != CURLE_OK && r->status < 400 &&
-		    x.sent) {
-			/* The server may have made it: never send it twice. */
-			r->unknown = 1;
-			retry = 0;
-			snprintf(h->err + strlen(h->err),
-			    sizeof(h->err) - strlen(h->err),
-			    "; outcome unknown: the request was sent");
-		} else if (q->create && (r->status == 500 || r->status == 502 ||
-		    r->status == 504)) {
-			/* It may have been made before the error, or behind a
-			   gateway that gave up on it: never send it twice. */
-			r->unknown = 1;
-			retry = 0;
-			snprintf(h->err + strlen(h->err),
-			    sizeof(h->err) - strlen(h->err),
-			    "; outcome unknown: the server may have made it");
-		} else if (q->create && r->status > 0)
-			/* 429, 503, 529: refused before it was taken. */
-			retry = retry && (r->status == 429 || r->status == 503 ||
-			    r->status == 529);
-		if (!retry || attempt >= h->retries)
+		if (!retryable(h, q, r, &x, cls) || attempt >= h->retries ||
+		    (delay = backoff(h, r, attempt)) < 0)
 			break;
-		delay = http_retry_after(r->retry_after_ms, r->retry_after,
-		    time(NULL));
-		if (delay > RETRY_AFTER_MAX) {
-			snprintf(h->err + strlen(h->err),
-			    sizeof(h->err) - strlen(h->err),
-			    "; the server asks to wait %.0f s", delay);
-			break;
-		}
-		if (delay <= 0)
-			delay = http_jitter(h, attempt);
-		if (h->deadline > 0 && qtime_mono() + delay >= h->deadline) {
-			snprintf(h->err + strlen(h->err),
-			    sizeof(h->err) - strlen(h->err),
-			    "; no retry: the deadline has passed");
-			break;
-		}
 		qb_note(1, "%s; retry %d of %d in %.2f s", h->err, attempt + 1,
 		    h->retries, delay);
 		qtime_sleep(delay);

@@ -4,8 +4,8 @@
  * streamed from a callback, streamed multipart uploads and streamed
  * downloads; every failure classified as temporary,
  * auth, permanent or protocol, and temporary ones retried with backoff
- * (common/http.c; the classes, exit statuses, Retry-After and URL checks
- * are in common/httpclass.c).
+ * (http.c; the classes, exit statuses, Retry-After and URL checks are in
+ * httpclass.c).
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_HTTP_H
@@ -52,11 +52,11 @@ struct http_resp {
  * lines in hdrs (NULL-terminated, copied; may be NULL). secret, if not
  * NULL, is never shown: it is replaced by "[key]" in every message.
  * Reads QB_MAX_RETRIES (0..100), QB_BACKOFF_BASE and QB_HTTP_TIMEOUT
- * (seconds); a bad value, or a base that http_check_url refuses, exits
- * QB_EX_CONFIG. Dies QB_EX_OSERR if libcurl cannot start. Release with
- * http_free.
+ * (seconds). Returns 0 (release h with http_free), or, reported,
+ * QB_EX_CONFIG for a bad value or a base that http_check_url refuses and
+ * QB_EX_OSERR when libcurl cannot start; h then holds nothing.
  */
-void http_init(struct http *h, const char *base, const char *const *hdrs,
+int http_init(struct http *h, const char *base, const char *const *hdrs,
     const char *secret);
 /*
  * Check that url is an http or https URL with a host. Returns 0, or -1
@@ -133,7 +133,7 @@ enum http_class http_download(struct http *h, const char *path, FILE *out,
  * can never work (bad URL, TLS verification); HTTP_PROTO for anything else.
  */
 enum http_class http_class(CURLcode cc, long status);
-/* The exit status for a class: 0, 75, 77, 69, 76 (common/exits.h). */
+/* The exit status for a class: 0, 75, 77, 69, 76 (base/exits.h). */
 int http_exitcode(enum http_class c);
 /*
  * The server's requested delay in seconds from the retry-after-ms value ms

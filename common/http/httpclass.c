@@ -2,7 +2,7 @@
  * httpclass.c: what an HTTP exchange means to qb, without a handle: a
  * URL's fitness as a base URL, the failure class of a libcurl result and
  * status, its exit status, and the wait a Retry-After asks for
- * (PROVIDERS.md §1.11, §2.7). http.c does the talking.
+ * (qb-providers(7), HTTP "Failure classes"). http.c does the talking.
  * SPDX-License-Identifier: ISC
  */
 #include <ctype.h>
@@ -27,7 +27,7 @@ http_check_url(const char *url, char *why, size_t whylen)
 	int rc = -1;
 
 	if ((u = curl_url()) == NULL)
-		qb_die(QB_EX_OSERR, "out of memory");
+		qb_oom(0);
 	uc = curl_url_set(u, CURLUPART_URL, url, 0);
 	if (uc != CURLUE_OK && strncasecmp(url, "http://", 7) != 0 &&
 	    strncasecmp(url, "https://", 8) != 0)

@@ -71,6 +71,7 @@ long long
 budget_enqueued(struct budget *b, const struct provider *p, struct http *h,
     const char *model)
 {
+	const struct provider_ops *o = provider_ops(p);
 	struct provider_job pj;
 	struct budget_job *j;
 	yajl_val batch;
@@ -83,15 +84,15 @@ budget_enqueued(struct budget *b, const struct provider *p, struct http *h,
 		if (j->ended || strcmp(j->model, model) != 0 ||
 		    strcmp(j->provider, p->name) != 0)
 			continue;
-		if (j->seen != b->round && p->get != NULL) {
+		if (j->seen != b->round && o != NULL && o->get != NULL) {
 			j->seen = b->round;
-			if (p->get(h, idmap_key(&b->ids, i), &batch) != 0) {
+			if (o->get(h, idmap_key(&b->ids, i), &batch) != 0) {
 				qb_note(1, "batch %s: %s", idmap_key(&b->ids, i),
 				    h->err);
 				if (h->status == 404)
 					j->ended = 1;	/* gone: holds nothing */
 			} else {
-				if (p->job(batch, &pj, err, sizeof(err)) == 0)
+				if (o->job(batch, &pj, err, sizeof(err)) == 0)
 					j->ended = pj.ended;
 				yajl_tree_free(batch);
 			}

@@ -12,7 +12,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "base/idmap.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 
 struct budget_job {
 	char		*provider, *model;	/* owned */

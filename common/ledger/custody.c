@@ -71,12 +71,24 @@ custody_release(struct custody_file *f)
 	f->reuse = NULL;
 }
 
-/* The connection to p; a bad configuration exits 78 before it is made. */
+/*
+ * The connection to f's provider, or NULL when its configuration is bad:
+ * that is reported, f->status says how the run ends and f->fatal that
+ * it ends at once.
+ */
 static struct http *
-conn(struct custody *c, const struct provider *p)
+conn(struct custody *c, struct custody_file *f)
 {
-	provider_check(p, c->conns->base, c->conns->keyfile, 1);
-	return provider_conn(c->conns, p);
+	struct http *h;
+	int rc;
+
+	if ((rc = provider_check(f->p, c->conns->base, c->conns->keyfile,
+	    1)) != 0 || (rc = provider_conn(c->conns, f->p, &h)) != 0) {
+		f->status = rc;
+		f->fatal = 1;
+		return NULL;
+	}
+	return h;
 }
 
 /*
@@ -175,11 +187,14 @@ static enum custody_say
 look(struct custody *c, struct custody_file *f, const char *at,
     long long since)
 {
-	struct http *h = conn(c, f->p);
+	const struct provider_ops *o = provider_ops(f->p);
+	struct http *h;
 	char err[256];
 	int rc;
 
-	if ((rc = f->p->find(h, f->sha, since, known, c, &f->batch)) != 0) {
+	if ((h = conn(c, f)) == NULL)
+		return CUSTODY_STOP;
+	if ((rc = o->find(h, f->sha, since, known, c, &f->batch)) != 0) {
 		qb_lwarn(f->src, f->lineno, "%s: not submitted: cannot look "
 		    "for %s (%s): %s", f->file, at != NULL ? "the batch of an "
 		    "unrecorded submit" : "a batch made for it before",
@@ -189,7 +204,7 @@ look(struct custody *c, struct custody_file *f, const char *at,
 	}
 	if (f->batch == NULL)
 		return CUSTODY_CREATE;
-	if (f->p->job(f->batch, &f->pj, err, sizeof(err)) != 0) {
+	if (o->job(f->batch, &f->pj, err, sizeof(err)) != 0) {
 		qb_lwarn(f->src, f->lineno, "%s: not adopted: %s", f->file, err);
 		f->status = QB_EX_PROTOCOL;
 		return CUSTODY_STOP;
@@ -210,7 +225,7 @@ unrecorded(struct custody *c, struct custody_file *f, const char *at)
 	enum custody_say say;
 	long long t;
 
-	if (f->p->find == NULL)
+	if (provider_ops(f->p)->find == NULL)
 		return CUSTODY_CREATE;
 	if (rfc3339_parse(at, &t) != 0)
 		t = 0;		/* unknown: look through them all */
@@ -243,7 +258,7 @@ lookback(struct custody *c, struct custody_file *f)
 {
 	enum custody_say say;
 
-	if (f->p->find == NULL || c->lookback <= 0 ||
+	if (provider_ops(f->p)->find == NULL || c->lookback <= 0 ||
 	    f->p->line_format != PROVIDER_LINE_OPENAI)
 		return CUSTODY_CREATE;
 	say = look(c, f, NULL, (long long)time(NULL) - (long long)c->lookback);
@@ -273,11 +288,14 @@ static enum custody_say
 ledgered(struct custody *c, struct custody_file *f, const char *bid,
     yajl_val *batch, struct provider_job *pj)
 {
-	struct http *h = conn(c, f->p);
+	const struct provider_ops *o = provider_ops(f->p);
+	struct http *h;
 	char err[256];
 	int rc;
 
-	if ((rc = f->p->get(h, bid, batch)) != 0) {
+	if ((h = conn(c, f)) == NULL)
+		return CUSTODY_STOP;
+	if ((rc = o->get(h, bid, batch)) != 0) {
 		qb_lwarn(f->src, f->lineno, "%s: already submitted as %s, "
 		    "which cannot be checked: %s%s", f->file, bid, h->err,
 		    rc == QB_EX_UNAVAILABLE || rc == QB_EX_DATAERR ?
@@ -287,7 +305,7 @@ ledgered(struct custody *c, struct custody_file *f, const char *bid,
 		f->status = rc;
 		return CUSTODY_STOP;
 	}
-	if (f->p->job(*batch, pj, err, sizeof(err)) != 0) {
+	if (o->job(*batch, pj, err, sizeof(err)) != 0) {
 		qb_lwarn(f->src, f->lineno, "%s: batch %s: %s", f->file, bid, err);
 		f->status = QB_EX_PROTOCOL;
 		yajl_tree_free(*batch);
@@ -320,7 +338,7 @@ again(struct custody *c, struct custody_file *f, const char *bid)
 		    "retries are submitted again", f->file, bid);
 		return CUSTODY_CREATE;
 	}
-	if (*bid == '\0' || f->p->get == NULL) {
+	if (*bid == '\0' || provider_ops(f->p)->get == NULL) {
 		qb_lwarn(f->src, f->lineno, "%s: already submitted; skipped",
 		    f->file);
 		return CUSTODY_SKIP;

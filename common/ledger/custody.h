@@ -18,7 +18,7 @@
 
 #include "base/idmap.h"
 #include "ledger/ledger.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 
 struct custody {
 	struct ledger	 led;		/* with useled: made, locked, read */
@@ -52,6 +52,8 @@ struct custody_file {
 	const struct provider *p;	/* where it goes */
 	/* Out, from custody_ask; custody_release frees them: */
 	int		 status;	/* CUSTODY_STOP: a QB_EX_* status */
+	int		 fatal;		/* CUSTODY_STOP: the provider's settings
+					   are bad (reported): end the run now */
 	yajl_val	 batch;		/* CUSTODY_ADOPT: the batch found ... */
 	struct provider_job pj;		/* ... and what it says */
 	char		*reuse;		/* CUSTODY_CREATE: the input file id of a

@@ -21,7 +21,7 @@
 #include "ledger/custody.h"
 #include "ledger/job.h"
 #include "ledger/submit.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 
 static int
 ishex64(const char *s)
@@ -34,12 +34,22 @@ ishex64(const char *s)
 	return n == 64;
 }
 
-/* The connection to p; a bad configuration exits 78 before it is made. */
+/*
+ * The connection to p, or NULL when its configuration is bad: that is
+ * reported, and r->fatal (78) ends the run before anything more is done.
+ */
 static struct http *
 conn(struct submit *r, const struct provider *p)
 {
-	provider_check(p, r->o->base, r->o->keyfile, 1);
-	return provider_conn(&r->conns, p);
+	struct http *h;
+	int rc;
+
+	if ((rc = provider_check(p, r->o->base, r->o->keyfile, 1)) != 0 ||
+	    (rc = provider_conn(&r->conns, p, &h)) != 0) {
+		r->fatal = rc;
+		return NULL;
+	}
+	return h;
 }
 
 /* Check a pack record; returns the provider, or NULL after reporting. */
@@ -69,7 +79,8 @@ check(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 		    "packed for provider %s, not %s (-p)", rp, name);
 		return NULL;
 	}
-	if ((p = provider_find(name)) == NULL || p->submit == NULL) {
+	if ((p = provider_find(name)) == NULL || provider_ops(p) == NULL ||
+	    provider_ops(p)->submit == NULL) {
 		qb_lwarn(rd->name, rd->lineno, "%s provider \"%s\"",
 		    p == NULL ? "unknown" : "cannot submit to", name);
 		return NULL;
@@ -118,6 +129,7 @@ room(struct submit *r, const struct custody_file *f, const char *model,
 	const char *file = f->file;
 	long long enq, budget = r->o->budget;
 	double nap = 1;
+	struct http *h;
 
 	if (tokens > budget) {
 		qb_lwarn(f->src, f->lineno, "%s: %lld tokens for %s pass the "
@@ -125,7 +137,9 @@ room(struct submit *r, const struct custody_file *f, const char *model,
 		    model, budget);
 		return 1;
 	}
-	while ((enq = budget_enqueued(&r->bud, p, conn(r, p), model)) + tokens >
+	if ((h = conn(r, p)) == NULL)
+		return 0;
+	while ((enq = budget_enqueued(&r->bud, p, h, model)) + tokens >
 	    budget) {
 		if (qtime_mono() + nap > r->deadline) {
 			qb_lwarn(f->src, f->lineno, "%s: held: %lld tokens for "
@@ -196,7 +210,8 @@ create(struct submit *r, const struct custody_file *f)
 	long long tokens;
 	int rc, unknown;
 
-	h = conn(r, p);
+	if ((h = conn(r, p)) == NULL)
+		return;
 	if ((rc = custody_intend(&r->cus, f)) != 0) {
 		r->stop = rc;
 		r->nnot++;
@@ -208,11 +223,11 @@ create(struct submit *r, const struct custody_file *f)
 	ps.endpoint = jtree_str(f->rec, "endpoint");
 	ps.model = model;
 	ps.input_file_id = f->reuse;
-	if ((rc = p->submit(h, &ps, &batch, &unknown)) != 0) {
+	if ((rc = provider_ops(p)->submit(h, &ps, &batch, &unknown)) != 0) {
 		notmade(r, f, h, rc, unknown);
 		return;
 	}
-	if (p->job(batch, &pj, err, sizeof(err)) != 0) {
+	if (provider_ops(p)->job(batch, &pj, err, sizeof(err)) != 0) {
 		/* Made, but we cannot say what: stop before making more. */
 		qb_lwarn(f->src, f->lineno, "%s: submitted, but %s",
 		    f->file, err);
@@ -275,7 +290,10 @@ submit(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 		r->nnot++;
 		break;
 	case CUSTODY_STOP:
-		r->stop = f.status;
+		if (f.fatal)
+			r->fatal = f.status;
+		else
+			r->stop = f.status;
 		r->nnot++;
 		break;
 	}

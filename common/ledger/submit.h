@@ -11,7 +11,7 @@
 
 #include "ledger/budget.h"
 #include "ledger/custody.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 
 struct submit_opts {
 	const char	*base, *keyfile;	/* NULL: from the environment */

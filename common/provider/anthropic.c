@@ -1,9 +1,10 @@
 /*
- * anthropic.c: the Anthropic Message Batches API (PROVIDERS.md §2) behind
- * struct provider. There is no upload: create carries the requests in its
- * JSON body, which is streamed from the packed file ({"requests":[, the
- * file's lines joined by commas, ]}) and never held in memory. Batches
- * are read and cancelled, and their results_url streamed into a file.
+ * anthropic.c: the Anthropic Message Batches API (qb-providers(7),
+ * ANTHROPIC) behind struct provider_ops. There is no upload: create
+ * carries the requests in its JSON body, which is streamed from the
+ * packed file ({"requests":[, the file's lines joined by commas, ]}) and
+ * never held in memory. Batches are read and cancelled, and their
+ * results_url streamed into a file.
  * Paths carry the version (/v1/...); the base URL has none.
  * SPDX-License-Identifier: ISC
  */
@@ -14,7 +15,7 @@
 #include "base/exits.h"
 #include "base/xmem.h"
 #include "json/jtree.h"
-#include "provider/provider.h"
+#include "provider/provimpl.h"
 
 #define BATCHES		"/v1/messages/batches"
 
@@ -45,7 +46,7 @@ isblank_json(int c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* x-api-key and the API version (§2.1). */
+/* x-api-key and the API version (qb-providers(7), ANTHROPIC "Headers"). */
 static int
 an_auth(const char *key, char **hdrs, int n)
 {
@@ -181,7 +182,7 @@ an_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 		if (r.status == 413)
 			snprintf(h->err, sizeof(h->err), "POST " BATCHES ": HTTP "
 			    "413: batch too large (at most 256 MB and 100,000 "
-			    "requests, PROVIDERS.md §2.2)%s%.100s%s",
+			    "requests: qb-providers(7))%s%.100s%s",
 			    r.request_id[0] != '\0' ? " (request " : "",
 			    r.request_id, r.request_id[0] != '\0' ? ")" : "");
 	} else if (rc == 0 && (*batch = provider_answer(h, "POST " BATCHES,
@@ -238,7 +239,10 @@ an_fetch(struct http *h, const char *ref, FILE *out)
 	return rc;
 }
 
-/* The MessageBatch timestamps (§2.3), in the order they happen. */
+/*
+ * The MessageBatch timestamps, in the order they happen (qb-providers(7),
+ * ANTHROPIC "The message batch").
+ */
 static const char *const an_times[] = {
 	"created_at", "expires_at", "cancel_initiated_at", "ended_at",
 	"archived_at", NULL
@@ -259,8 +263,9 @@ an_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 	j->ended = strcmp(j->status, "ended") == 0;
 	/*
 	 * The five counts sum to the batch size; all but processing stay 0
-	 * until the batch ends (§2.4). completed is what succeeded, failed
-	 * what errored; canceled and expired are neither, as with OpenAI.
+	 * until the batch ends (qb-providers(7), ANTHROPIC "Status and
+	 * counts"). completed is what succeeded, failed what errored;
+	 * canceled and expired are neither, as with OpenAI.
 	 */
 	rc = jtree_get(b, "request_counts");
 	for (i = 0; cn[i] != NULL && jtree_int(rc, cn[i], &n[i]) == 0; i++)
@@ -272,11 +277,11 @@ an_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 		j->failed = n[2];
 	}
 	/*
-	 * RFC 3339 with microseconds, kept as given like Azure's (§1.5);
-	 * null or absent when not yet (§2.3).
+	 * RFC 3339 with microseconds, kept as given like Azure's; null or
+	 * absent when not yet (ANTHROPIC "The message batch").
 	 */
 	provider_job_times(b, j, an_times);
-	/* One JSONL file holds every kind of result (§2.5). */
+	/* One JSONL file holds every kind of result (ANTHROPIC "Results"). */
 	if (j->ended && (s = jtree_str(b, "results_url")) != NULL && *s != '\0') {
 		j->result[0].kind = "output";
 		j->result[0].ref = s;
@@ -287,7 +292,7 @@ an_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 
 /*
  * A MessageBatch has no metadata, so the batch of an unrecorded create
- * cannot be told by the file's digest. The list (newest first, §2.5) can
+ * cannot be told by the file's digest. The list (newest first) can
  * only say whether any batch the ledger does not hold was made since
  * then: if none was, there is no such batch, and the file may be
  * submitted; if some were, they are named in h->err and the caller must
@@ -336,17 +341,8 @@ an_find(struct http *h, const char *sha256, long long since,
 	return rc;
 }
 
-const struct provider provider_anthropic = {
+const struct provider_ops anthropic_ops = {
 	.name = "anthropic",
-	.line_format = PROVIDER_LINE_ANTHROPIC,
-	/* 100,000 requests and 256 MB per batch: PROVIDERS.md §2.2, §2.6. */
-	.max_requests = 100000,
-	.max_bytes = 256000000LL,
-	.limits_src = "PROVIDERS.md §2.2, §2.6",
-	.endpoint = "/v1/messages",
-	.key_env = "ANTHROPIC_API_KEY",
-	.base_env = "ANTHROPIC_BASE_URL",
-	.base_default = "https://api.anthropic.com",	/* paths hold /v1 */
 	.auth = an_auth,
 	.submit = an_submit,
 	.get = an_get,

@@ -1,23 +1,24 @@
 /*
- * azure.c: Azure OpenAI batch (PROVIDERS.md §3) behind struct provider.
- * The API is OpenAI's (openai.c does the work); what differs is in the
- * table at the end and here: the key goes in an api-key header, never in
- * Authorization; there is no default host, the base URL is the resource's
- * (https://RES.openai.azure.com/openai/v1, or …/openai for the older
- * dated API); and AZURE_OPENAI_API_VERSION, when set, is put on every
- * request as ?api-version=V (the v1 API needs none, the older one does).
+ * azure.c: Azure OpenAI batch (qb-providers(7), AZURE OPENAI) behind
+ * struct provider_ops. The API is OpenAI's (openai.c does the work); what
+ * differs is here and in its facts (provider.c): the key goes in an
+ * api-key header, never in Authorization; there is no default host, the
+ * base URL is the resource's (https://RES.openai.azure.com/openai/v1, or
+ * …/openai for the older dated API); and AZURE_OPENAI_API_VERSION, when
+ * set, is put on every request as ?api-version=V (the v1 API needs none,
+ * the older one does).
  *
  * Lines are written as for OpenAI, "url": "/v1/chat/completions", and the
  * create sends "endpoint" as the pack record gives it. Azure's docs are
  * not consistent here: their lines say "/v1/chat/completions" but their
- * create examples say "endpoint": "/chat/completions" (§3); the service
+ * create examples say "endpoint": "/chat/completions"; the service
  * takes both, so qb keeps one spelling unless the pack says otherwise
  * (qb-pack -e). body.model is the deployment name, the same on every line
  * of a file; qb-pack already groups files by model.
  *
  * Older API versions answer RFC 3339 string times and "Validating",
- * "Completed": oa_job reads both. Azure does not expire a job at 24 h
- * (§3); qb never assumed that it would.
+ * "Completed": openai_job reads both. Azure does not expire a job at
+ * 24 h; qb never assumed that it would.
  * SPDX-License-Identifier: ISC
  */
 #include <stdlib.h>
@@ -27,12 +28,11 @@
 #include "base/exits.h"
 #include "base/msg.h"
 #include "provider/openai.h"
-#include "provider/provider.h"
 
 #define VERSION_ENV "AZURE_OPENAI_API_VERSION"
 /*
- * §3: a resource holds 500 batch files, 10,000 if they expire
- * (expires_after 1209600 to 2592000 s): kept the longest allowed.
+ * A resource holds 500 batch files, 10,000 if they expire (expires_after
+ * 1209600 to 2592000 s): kept the longest allowed.
  */
 #define FILE_TTL 2592000
 
@@ -52,7 +52,10 @@ az_query(char *out, size_t n)
 	return out;
 }
 
-/* The api-key header (§3), and a check of the api-version to come. */
+/*
+ * The api-key header, and a check of the api-version to come: -1 when it
+ * is not one (reported).
+ */
 static int
 az_auth(const char *key, char **hdrs, int n)
 {
@@ -61,9 +64,11 @@ az_auth(const char *key, char **hdrs, int n)
 
 	if (v != NULL && (strlen(v) > 64 || strspn(v,
 	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
-	    != strlen(v)))
-		qb_die(QB_EX_CONFIG, "%s \"%.64s\": not an API version such "
+	    != strlen(v))) {
+		qb_fail(QB_EX_CONFIG, "%s \"%.64s\": not an API version such "
 		    "as 2024-10-21", VERSION_ENV, v);
+		return -1;
+	}
 	if (n < 2)
 		return 0;
 	buf_printf(&b, "api-key: %s", key);
@@ -78,7 +83,7 @@ az_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
 {
 	char q[96];
 
-	return oa_submit_q(h, s, batch, unknown, az_query(q, sizeof(q)),
+	return openai_submit_q(h, s, batch, unknown, az_query(q, sizeof(q)),
 	    FILE_TTL);
 }
 
@@ -87,7 +92,7 @@ az_get(struct http *h, const char *id, yajl_val *batch)
 {
 	char q[96];
 
-	return oa_get_q(h, id, batch, az_query(q, sizeof(q)));
+	return openai_get_q(h, id, batch, az_query(q, sizeof(q)));
 }
 
 static int
@@ -95,7 +100,7 @@ az_cancel(struct http *h, const char *id, yajl_val *batch)
 {
 	char q[96];
 
-	return oa_cancel_q(h, id, batch, az_query(q, sizeof(q)));
+	return openai_cancel_q(h, id, batch, az_query(q, sizeof(q)));
 }
 
 static int
@@ -103,7 +108,7 @@ az_fetch(struct http *h, const char *ref, FILE *out)
 {
 	char q[96];
 
-	return oa_fetch_q(h, ref, out, az_query(q, sizeof(q)));
+	return openai_fetch_q(h, ref, out, az_query(q, sizeof(q)));
 }
 
 static int
@@ -112,30 +117,17 @@ az_find(struct http *h, const char *sha256, long long since,
 {
 	char q[96];
 
-	return oa_find_q(h, sha256, since, known, arg, batch,
+	return openai_find_q(h, sha256, since, known, arg, batch,
 	    az_query(q, sizeof(q)));
 }
 
-const struct provider provider_azure = {
+const struct provider_ops azure_ops = {
 	.name = "azure",
-	.line_format = PROVIDER_LINE_OPENAI,	/* §3: OpenAI format */
-	/* Per batch file (§3): 100,000 requests, input 200 MB. */
-	.max_requests = 100000,
-	.max_bytes = 200000000LL,
-	/* §3 names no embedding input cap of its own. */
-	.max_inputs = 0,
-	.inputs_endpoint = "/v1/embeddings",
-	.endpoint = "/v1/chat/completions",	/* see the note at the top */
-	.limits_src = "PROVIDERS.md §3",
-	.file_ttl = FILE_TTL,
-	.key_env = "AZURE_OPENAI_API_KEY",
-	.base_env = "AZURE_OPENAI_ENDPOINT",	/* https://RES.openai.azure.com/openai/v1 */
-	.base_default = NULL,			/* §3: every resource has its own host */
 	.auth = az_auth,
 	.submit = az_submit,
 	.get = az_get,
 	.cancel = az_cancel,
 	.fetch = az_fetch,
-	.job = oa_job,
+	.job = openai_job,
 	.find = az_find,
 };

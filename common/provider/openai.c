@@ -1,9 +1,9 @@
 /*
- * openai.c: the OpenAI Batch API (PROVIDERS.md §1) behind struct provider:
- * upload a file with purpose=batch, create a batch for it, read batches,
- * cancel them and stream their output and error files. Any OpenAI
- * compatible server works through the base URL. Paths are relative to the
- * base URL, which holds the version (…/v1).
+ * openai.c: the OpenAI Batch API (qb-providers(7), OPENAI) behind struct
+ * provider_ops: upload a file with purpose=batch, create a batch for it,
+ * read batches, cancel them and stream their output and error files. Any
+ * OpenAI compatible server works through the base URL. Paths are relative
+ * to the base URL, which holds the version (…/v1).
  * SPDX-License-Identifier: ISC
  */
 #include <stdlib.h>
@@ -18,9 +18,10 @@
 #include "json/jout.h"
 #include "json/jtree.h"
 #include "provider/openai.h"
-#include "provider/provider.h"
+#include "provider/provimpl.h"
 
-/* Metadata values are at most 512 characters (PROVIDERS.md §1.4). */
+/* Metadata values are at most 512 characters (qb-providers(7), OPENAI
+ * "Create"). */
 #define META_VALUE_MAX 512
 
 /* A malloc'd header line: prefix then value. */
@@ -42,7 +43,7 @@ qpath(struct buf *b, const char *q)
 		    b->p != NULL && strchr(b->p, '?') != NULL ? '&' : '?', q);
 }
 
-/* Authorization, plus organisation and project when set (§1.1). */
+/* Authorization, plus organisation and project when set (OPENAI "Headers"). */
 static int
 oa_auth(const char *key, char **hdrs, int n)
 {
@@ -62,7 +63,7 @@ oa_auth(const char *key, char **hdrs, int n)
 
 /*
  * Create the batch for uploaded file fid (POST /batches, never retried
- * once sent). Returns as oa_submit_q; on a refusal, fresh says whether
+ * once sent). Returns as openai_submit_q; on a refusal, fresh says whether
  * fid was uploaded by this call and is to be deleted.
  */
 static int
@@ -140,10 +141,11 @@ create(struct http *h, const struct provider_submit *s, const char *fid,
 }
 
 int
-oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
-    int *unknown, const char *q, long long ttl)
+openai_submit_q(struct http *h, const struct provider_submit *s,
+    yajl_val *batch, int *unknown, const char *q, long long ttl)
 {
-	/* Azure's spelling of the nested fields; OpenAI's is [anchor] (§1.2). */
+	/* Azure's spelling of the nested fields; OpenAI's is [anchor]
+	 * (qb-providers(7), OPENAI "Files"). */
 	const char *fields[] = { "purpose", "batch", "expires_after.anchor",
 	    "created_at", "expires_after.seconds", NULL, NULL };
 	char secs[24];
@@ -157,8 +159,9 @@ oa_submit_q(struct http *h, const struct provider_submit *s, yajl_val *batch,
 	*unknown = 0;
 	if (s->input_file_id != NULL) {
 		/*
-		 * The same bytes are uploaded already (§1.10: a batch that
-		 * failed token_limit_exceeded keeps its input file). A
+		 * The same bytes are uploaded already (a batch that failed
+		 * token_limit_exceeded keeps its input file: OPENAI
+		 * "Limits"). A
 		 * refusal other than of the key (the file was deleted or
 		 * expired) falls through to a fresh upload.
 		 */
@@ -212,19 +215,19 @@ oa_call(struct http *h, const char *method, const char *id,
 }
 
 int
-oa_get_q(struct http *h, const char *id, yajl_val *batch, const char *q)
+openai_get_q(struct http *h, const char *id, yajl_val *batch, const char *q)
 {
 	return oa_call(h, "GET", id, "", batch, q);
 }
 
 int
-oa_cancel_q(struct http *h, const char *id, yajl_val *batch, const char *q)
+openai_cancel_q(struct http *h, const char *id, yajl_val *batch, const char *q)
 {
 	return oa_call(h, "POST", id, "/cancel", batch, q);
 }
 
 int
-oa_fetch_q(struct http *h, const char *ref, FILE *out, const char *q)
+openai_fetch_q(struct http *h, const char *ref, FILE *out, const char *q)
 {
 	struct http_resp r;
 	struct buf path = BUF_INIT;
@@ -244,7 +247,7 @@ oa_fetch_q(struct http *h, const char *ref, FILE *out, const char *q)
 	return rc;
 }
 
-/* The Batch object's timestamps (§1.5), in the order they happen. */
+/* The Batch object's timestamps (OPENAI "The batch object"), in order. */
 static const char *const oa_times[] = {
 	"created_at", "in_progress_at", "expires_at", "finalizing_at",
 	"completed_at", "failed_at", "expired_at", "cancelling_at",
@@ -252,15 +255,16 @@ static const char *const oa_times[] = {
 };
 
 /*
- * The terminal statuses (§1.6), compared without case: Azure says
- * "Completed", Together "COMPLETED" (§3); "canceled" is Together's.
+ * The terminal statuses (qb-providers(7), OPENAI "Status"), compared
+ * without case: Azure says "Completed" (AZURE OPENAI), Together, another
+ * host of this API, "COMPLETED"; "canceled" is Together's.
  */
 static const char *const oa_ended[] = {
 	"completed", "failed", "expired", "cancelled", "canceled", NULL
 };
 
 int
-oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
+openai_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 {
 	const char *const *s;
 	const char *id;
@@ -280,9 +284,10 @@ oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 	e = jtree_get(jtree_get(b, "errors"), "data");
 	if (YAJL_IS_ARRAY(e))
 		j->errors = e;
-	/* Unix seconds; RFC 3339 strings from Azure's older API (§3). */
+	/* Unix seconds; RFC 3339 strings from Azure's older API. */
 	provider_job_times(b, j, oa_times);
-	/* null or "" means there is no such file (§1.8): never fetched. */
+	/* null or "" means there is no such file (OPENAI "Output and
+	 * error files"): never fetched. */
 	if ((id = jtree_str(b, "output_file_id")) != NULL && *id != '\0') {
 		j->result[j->nresult].kind = "output";
 		j->result[j->nresult++].ref = id;
@@ -295,11 +300,12 @@ oa_job(yajl_val b, struct provider_job *j, char *err, size_t errlen)
 }
 
 /*
- * Pages of GET /batches (§1.7), as the SDK pages them: after= the last
+ * Pages of GET /batches (qb-providers(7), OPENAI "Retrieve, cancel,
+ * list"), as the SDK pages them: after= the last
  * item's id, until has_more is false. The API lists the newest first, so
  * the first batch created before since ends the search.
  */
-/* What oa_find_q looks for, and what it found. */
+/* What openai_find_q looks for, and what it found. */
 struct seek {
 	const char	*sha256;
 	int		(*known)(void *, const char *);
@@ -324,7 +330,7 @@ seek(void *arg, yajl_val data, size_t i)
 }
 
 int
-oa_find_q(struct http *h, const char *sha256, long long since,
+openai_find_q(struct http *h, const char *sha256, long long since,
     int (*known)(void *, const char *), void *arg, yajl_val *batch,
     const char *q)
 {
@@ -344,52 +350,41 @@ static int
 oa_submit(struct http *h, const struct provider_submit *s, yajl_val *batch,
     int *unknown)
 {
-	return oa_submit_q(h, s, batch, unknown, NULL, 0);
+	return openai_submit_q(h, s, batch, unknown, NULL, 0);
 }
 
 static int
 oa_get(struct http *h, const char *id, yajl_val *batch)
 {
-	return oa_get_q(h, id, batch, NULL);
+	return openai_get_q(h, id, batch, NULL);
 }
 
 static int
 oa_cancel(struct http *h, const char *id, yajl_val *batch)
 {
-	return oa_cancel_q(h, id, batch, NULL);
+	return openai_cancel_q(h, id, batch, NULL);
 }
 
 static int
 oa_fetch(struct http *h, const char *ref, FILE *out)
 {
-	return oa_fetch_q(h, ref, out, NULL);
+	return openai_fetch_q(h, ref, out, NULL);
 }
 
 static int
 oa_find(struct http *h, const char *sha256, long long since,
     int (*known)(void *, const char *), void *arg, yajl_val *batch)
 {
-	return oa_find_q(h, sha256, since, known, arg, batch, NULL);
+	return openai_find_q(h, sha256, since, known, arg, batch, NULL);
 }
 
-const struct provider provider_openai = {
+const struct provider_ops openai_ops = {
 	.name = "openai",
-	.line_format = PROVIDER_LINE_OPENAI,
-	/* Per batch file: PROVIDERS.md §1.3 and §1.10. */
-	.max_requests = 50000,
-	.max_bytes = 200000000LL,
-	.max_inputs = 50000,		/* embedding inputs summed over a file */
-	.inputs_endpoint = "/v1/embeddings",
-	.endpoint = "/v1/chat/completions",
-	.limits_src = "PROVIDERS.md §1.3, §1.10",
-	.key_env = "OPENAI_API_KEY",
-	.base_env = "OPENAI_BASE_URL",
-	.base_default = "https://api.openai.com/v1",	/* §1 */
 	.auth = oa_auth,
 	.submit = oa_submit,
 	.get = oa_get,
 	.cancel = oa_cancel,
 	.fetch = oa_fetch,
-	.job = oa_job,
+	.job = openai_job,
 	.find = oa_find,
 };

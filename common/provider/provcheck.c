@@ -2,7 +2,7 @@
  * provcheck.c: provider_check, the configuration a provider connection
  * needs, checked before a tool spends anything: a base URL that can never
  * work and a key variable that is set but empty are configuration errors
- * (exit 78), not failures of each record.
+ * (QB_EX_CONFIG, which ends the tool), not failures of each record.
  * SPDX-License-Identifier: ISC
  */
 #include <stdlib.h>
@@ -11,9 +11,9 @@
 #include "base/exits.h"
 #include "base/msg.h"
 #include "http/http.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 
-void
+int
 provider_check(const struct provider *p, const char *base,
     const char *keyfile, int key)
 {
@@ -29,8 +29,9 @@ provider_check(const struct provider *p, const char *base,
 		from = "the default base URL";
 	}
 	if (base != NULL && http_check_url(base, why, sizeof(why)) != 0)
-		qb_die(QB_EX_CONFIG, "%s \"%s\": %s", from, base, why);
+		return qb_fail(QB_EX_CONFIG, "%s \"%s\": %s", from, base, why);
 	if (key && keyfile == NULL && p->key_env != NULL &&
 	    (s = getenv(p->key_env)) != NULL && s[strspn(s, " \t\r\n")] == '\0')
-		qb_die(QB_EX_CONFIG, "%s is empty", p->key_env);
+		return qb_fail(QB_EX_CONFIG, "%s is empty", p->key_env);
+	return 0;
 }

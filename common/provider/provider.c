@@ -1,30 +1,57 @@
 /*
- * provider.c: the table of providers, and what every provider shares:
- * finding the key and the base URL, reading answers, checking ids and
- * formatting times.
+ * provider.c: the facts of every provider qb speaks (qb-providers(7)),
+ * found by name, and the time format of job records. No libcurl here:
+ * the operations are in openai.c, anthropic.c and azure.c (provops.c).
  * SPDX-License-Identifier: ISC
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "base/buf.h"
-#include "base/exits.h"
-#include "base/msg.h"
-#include "base/rfc3339.h"
-#include "base/xmem.h"
-#include "json/jtree.h"
 #include "provider/provider.h"
 
-extern const struct provider provider_openai;	/* openai.c */
-extern const struct provider provider_anthropic;	/* anthropic.c */
-extern const struct provider provider_azure;	/* azure.c */
-
-static const struct provider *const providers[] = {
-	&provider_openai,
-	&provider_anthropic,
-	&provider_azure,
+static const struct provider providers[] = {
+	{
+		.name = "openai",
+		.line_format = PROVIDER_LINE_OPENAI,
+		/* Per batch file: qb-providers(7), OPENAI "Batch input"
+		 * and "Limits". */
+		.max_requests = 50000,
+		.max_bytes = 200000000LL,
+		.max_inputs = 50000,	/* embedding inputs summed over a file */
+		.inputs_endpoint = "/v1/embeddings",
+		.endpoint = "/v1/chat/completions",
+		.key_env = "OPENAI_API_KEY",
+		.base_env = "OPENAI_BASE_URL",
+		.base_default = "https://api.openai.com/v1",
+	},
+	{
+		.name = "anthropic",
+		.line_format = PROVIDER_LINE_ANTHROPIC,
+		/* Per batch: qb-providers(7), ANTHROPIC "Create" and
+		 * "Limits". */
+		.max_requests = 100000,
+		.max_bytes = 256000000LL,
+		.endpoint = "/v1/messages",
+		.key_env = "ANTHROPIC_API_KEY",
+		.base_env = "ANTHROPIC_BASE_URL",
+		.base_default = "https://api.anthropic.com",	/* paths hold /v1 */
+	},
+	{
+		/* Lines as OpenAI's (qb-providers(7), AZURE OPENAI). */
+		.name = "azure",
+		.line_format = PROVIDER_LINE_OPENAI,
+		/* Per batch file: 100,000 requests, input 200 MB; no cap of
+		 * its own on embedding inputs. */
+		.max_requests = 100000,
+		.max_bytes = 200000000LL,
+		.max_inputs = 0,
+		.inputs_endpoint = "/v1/embeddings",
+		.endpoint = "/v1/chat/completions",	/* see azure.c */
+		.key_env = "AZURE_OPENAI_API_KEY",
+		.base_env = "AZURE_OPENAI_ENDPOINT",	/* https://RES.openai.azure.com/openai/v1 */
+		.base_default = NULL,			/* every resource has its own host */
+	},
 };
 
 const struct provider *
@@ -33,127 +60,9 @@ provider_find(const char *name)
 	size_t i;
 
 	for (i = 0; i < sizeof(providers) / sizeof(providers[0]); i++)
-		if (strcmp(providers[i]->name, name) == 0)
-			return providers[i];
+		if (strcmp(providers[i].name, name) == 0)
+			return &providers[i];
 	return NULL;
-}
-
-/* The first line of path, without its line ending and blanks. */
-static char *
-readkey(const char *path)
-{
-	char *line = NULL, *s;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *fp;
-
-	if ((fp = fopen(path, "r")) == NULL)
-		qb_diesys(QB_EX_CONFIG, "cannot open key file %s", path);
-	n = getline(&line, &cap, fp);
-	if (n < 0 && ferror(fp))
-		qb_diesys(QB_EX_CONFIG, "cannot read key file %s", path);
-	fclose(fp);
-	if (n < 0)
-		n = 0;
-	while (n > 0 && strchr(" \t\r\n", line[n - 1]) != NULL)
-		n--;
-	if (line != NULL)
-		line[n] = '\0';
-	for (s = line; s != NULL && (*s == ' ' || *s == '\t'); s++)
-		continue;
-	if (s == NULL || *s == '\0')
-		qb_die(QB_EX_CONFIG, "key file %s: no key on the first line",
-		    path);
-	s = xstrdup(s);
-	memset(line, 0, cap);
-	free(line);
-	return s;
-}
-
-/* Whether the n bytes of URL u end in a version path, "/v1". */
-static int
-vpath(const char *u, int n)
-{
-	return n >= 3 && strncmp(u + n - 3, "/v1", 3) == 0;
-}
-
-void
-provider_open(const struct provider *p, struct http *h, const char *base,
-    const char *keyfile)
-{
-	char *hdrs[8], *key;
-	const char *s;
-	int i, n;
-
-	if (base == NULL || *base == '\0')
-		base = getenv(p->base_env);
-	if (base == NULL || *base == '\0')
-		base = p->base_default;
-	if (base == NULL)	/* no default host (Azure: one per resource) */
-		qb_die(QB_EX_CONFIG, "%s is not set and --base-url not given",
-		    p->base_env);
-	/* Anthropic paths carry /v1 themselves (§2): a base with it doubles it. */
-	n = (int)strlen(base);
-	while (n > 0 && base[n - 1] == '/')
-		n--;
-	if (p->base_default != NULL && !vpath(p->base_default, (int)strlen(
-	    p->base_default)) && vpath(base, n))
-		qb_warn("base URL %s ends in /v1, and %s adds its own: give it "
-		    "without the version path", base, p->name);
-	if (keyfile != NULL)
-		key = readkey(keyfile);
-	else if ((s = getenv(p->key_env)) != NULL && *s != '\0')
-		key = xstrdup(s);
-	else
-		qb_die(QB_EX_CONFIG, "%s is not set", p->key_env);
-	if (p->auth == NULL)
-		qb_die(QB_EX_CONFIG, "provider %s is not supported yet",
-		    p->name);
-	n = p->auth(key, hdrs, 7);
-	hdrs[n] = NULL;
-	http_init(h, base, (const char *const *)hdrs, key);
-	for (i = 0; i < n; i++) {
-		memset(hdrs[i], 0, strlen(hdrs[i]));
-		free(hdrs[i]);
-	}
-	memset(key, 0, strlen(key));
-	free(key);
-}
-
-yajl_val
-provider_answer(struct http *h, const char *what, const struct buf *body,
-    const char *need)
-{
-	yajl_val v = NULL;
-
-	if (body->len > 0)
-		v = jtree_parse0(body->p);
-	if (!YAJL_IS_OBJECT(v) || jtree_str(v, need) == NULL) {
-		snprintf(h->err, sizeof(h->err),
-		    "%s: answer is not a JSON object with a \"%s\" string",
-		    what, need);
-		yajl_tree_free(v);
-		return NULL;
-	}
-	return v;
-}
-
-int
-provider_safe_id(struct http *h, const char *id)
-{
-	const char *s;
-
-	for (s = id; *s != '\0'; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		    (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' ||
-		    *s == '.'))
-			break;
-	if (*id == '\0' || *s != '\0' || s - id > 256) {
-		snprintf(h->err, sizeof(h->err), "bad id \"%.64s\"", id);
-		h->status = 0;
-		return -1;
-	}
-	return 0;
 }
 
 void
@@ -165,189 +74,4 @@ provider_time(long long t, char *out, size_t outlen)
 	if (gmtime_r(&tt, &tm) == NULL ||
 	    strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		snprintf(out, outlen, "%lld", t);
-}
-
-int
-provider_job_init(yajl_val b, struct provider_job *j, const char *status,
-    char *err, size_t errlen)
-{
-	memset(j, 0, sizeof(*j));
-	j->id = jtree_str(b, "id");
-	j->status = jtree_str(b, status);
-	if (j->id == NULL || j->status == NULL) {
-		snprintf(err, errlen, "batch object without \"%s\"",
-		    j->id == NULL ? "id" : status);
-		return -1;
-	}
-	return 0;
-}
-
-int
-provider_json_time(yajl_val b, const char *key, long long *t, char *str, size_t n)
-{
-	const char *s;
-	char *end;
-
-	if (jtree_int(b, key, t) == 0)
-		return 0;
-	if ((s = jtree_str(b, key)) == NULL || *s == '\0')
-		return -1;
-	if (*s >= '0' && *s <= '9') {
-		*t = strtoll(s, &end, 10);
-		if (*end == '\0')
-			return 0;
-	}
-	if (rfc3339_parse(s, t) != 0)
-		return -1;
-	if (str != NULL && strlen(s) < n)
-		snprintf(str, n, "%s", s);
-	return 0;
-}
-
-void
-provider_job_times(yajl_val b, struct provider_job *j,
-    const char *const *keys)
-{
-	long long t;
-	char *val;
-
-	for (; *keys != NULL && j->ntime < JOB_TIMES; keys++) {
-		val = j->time[j->ntime].val;
-		val[0] = '\0';
-		if (provider_json_time(b, *keys, &t, val, sizeof(j->time[0].val)) != 0)
-			continue;
-		/* An RFC 3339 string passes through; numbers become one. */
-		if (val[0] == '\0')
-			provider_time(t, val, sizeof(j->time[0].val));
-		j->time[j->ntime++].key = *keys;
-	}
-}
-
-struct http *
-provider_conn(struct provider_conns *c, const struct provider *p)
-{
-	int i;
-
-	for (i = 0; i < c->n; i++)
-		if (c->p[i] == p)
-			return &c->h[i];
-	if (c->n == (int)(sizeof(c->p) / sizeof(c->p[0])))
-		qb_die(QB_EX_SOFTWARE, "too many providers in one run");
-	c->p[c->n] = p;
-	provider_open(p, &c->h[c->n], c->base, c->keyfile);
-	return &c->h[c->n++];
-}
-
-void
-provider_conns_free(struct provider_conns *c)
-{
-	int i;
-
-	for (i = 0; i < c->n; i++)
-		http_free(&c->h[i]);
-	c->n = 0;
-}
-
-int
-provider_batch_call(struct http *h, const char *method, const char *collection,
-    const char *id, const char *suffix, yajl_val *batch)
-{
-	struct http_resp r;
-	struct buf path = BUF_INIT;
-	enum http_class c;
-	int rc = 0;
-
-	*batch = NULL;
-	if (provider_safe_id(h, id) != 0)
-		return QB_EX_DATAERR;
-	buf_printf(&path, "%s/%s%s", collection, id, suffix);
-	http_resp_init(&r);
-	/*
-	 * A POST (cancel) is retried only on 429, 5xx or when it surely was
-	 * not sent: a 409 says the batch has ended (PROVIDERS.md §1.6).
-	 */
-	c = http_json(h, method, path.p, NULL, 0, strcmp(method, "POST") == 0,
-	    &r);
-	if (c != HTTP_OK)
-		rc = http_exitcode(c);
-	else if ((*batch = provider_answer(h, path.p, &r.body, "id")) == NULL)
-		rc = QB_EX_PROTOCOL;
-	http_resp_free(&r);
-	buf_free(&path);
-	return rc;
-}
-
-int
-provider_list_page(struct http *h, const char *path, struct http_resp *r,
-    yajl_val *page, yajl_val *data, int *more)
-{
-	enum http_class c;
-
-	if ((c = http_json(h, "GET", path, NULL, 0, 0, r)) != HTTP_OK)
-		return http_exitcode(c);
-	yajl_tree_free(*page);
-	*page = r->body.len > 0 ? jtree_parse0(r->body.p) : NULL;
-	*data = jtree_get(*page, "data");
-	if (!YAJL_IS_ARRAY(*data)) {
-		snprintf(h->err, sizeof(h->err), "GET %s: answer is not a list",
-		    path);
-		return QB_EX_PROTOCOL;
-	}
-	*more = jtree_true(*page, "has_more") && (*data)->u.array.len > 0;
-	return 0;
-}
-
-int
-provider_walk(struct http *h, const char *path, const char *cursor,
-    const char *q, long long since, int (*visit)(void *arg, yajl_val data,
-    size_t i), void *arg)
-{
-	struct http_resp r;
-	struct buf url = BUF_INIT;
-	yajl_val page = NULL, data, b;
-	const char *id;
-	char *after = NULL;
-	long long t;
-	size_t i;
-	int rc = 0, more = 1, pages, stop = 0;
-
-	http_resp_init(&r);
-	for (pages = 0; more && !stop && pages < 10000; pages++) {
-		buf_reset(&url);
-		buf_printf(&url, "%s?limit=%d", path, PROVIDER_LIST_LIMIT);
-		if (after != NULL)
-			buf_printf(&url, "&%s=%s", cursor, after);
-		if (q != NULL && *q != '\0')
-			buf_printf(&url, "&%s", q);
-		if ((rc = provider_list_page(h, url.p, &r, &page, &data,
-		    &more)) != 0)
-			break;
-		for (i = 0; !stop && i < data->u.array.len; i++) {
-			b = data->u.array.values[i];
-			if (jtree_str(b, "id") == NULL)
-				continue;
-			/* Newest first: the first one older ends the walk. */
-			if (provider_json_time(b, "created_at", &t, NULL, 0) ==
-			    0 && t < since)
-				more = 0, stop = 1;
-			else
-				stop = visit(arg, data, i);
-		}
-		/* Go on after the last one, unless it is not a usable id. */
-		b = data->u.array.len > 0 ?
-		    data->u.array.values[data->u.array.len - 1] : NULL;
-		id = jtree_str(b, "id");
-		if (more && (id == NULL || provider_safe_id(h, id) != 0 ||
-		    (after != NULL && strcmp(after, id) == 0)))
-			more = 0;
-		if (more) {
-			free(after);
-			after = xstrdup(id);
-		}
-	}
-	yajl_tree_free(page);
-	free(after);
-	buf_free(&url);
-	http_resp_free(&r);
-	return rc;
 }

@@ -250,8 +250,10 @@ synchttp_init(struct sync *s)
 	const struct sync_opts *o = s->o;
 	struct curl_slist *l;
 	const char *v;
+	int rc;
 
-	provider_open(s->p, &s->h, o->base, o->keyfile);
+	if ((rc = provider_open(s->p, &s->h, o->base, o->keyfile)) != 0)
+		return rc;
 	/* A completion may take minutes: the SDKs wait 10 for one. */
 	v = getenv("QB_HTTP_TIMEOUT");
 	s->timeout = v != NULL && *v != '\0' ? s->h.json_timeout : TIMEOUT;

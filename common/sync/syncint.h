@@ -17,6 +17,7 @@
 #include "base/idmap.h"
 #include "http/http.h"
 #include "json/jscan.h"
+#include "provider/provops.h"
 #include "record/result.h"
 #include "sync/ratelim.h"
 #include "sync/syncopts.h"

@@ -13,6 +13,7 @@
 #include "json/jtree.h"
 #include "ledger/job.h"
 #include "ledger/jobs.h"
+#include "provider/provops.h"
 #include "record/jobend.h"
 
 static void
@@ -38,7 +39,7 @@ line(const char *p, size_t len, void *arg)
 		set.provider = pv->name;
 		set.ended = -1;
 		set.error_status = 0;
-		if (pv->job != NULL && pv->job(v, &pj, err, sizeof(err)) == 0) {
+		if (provider_ops(pv)->job(v, &pj, err, sizeof(err)) == 0) {
 			set.pj = &pj;
 			set.ended = jobend_final(pj.status);
 			set.results = res;

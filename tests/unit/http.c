@@ -1,18 +1,22 @@
 /*
  * Unit tests for http.c: failure classes, their exit statuses, and the
  * retry-after-ms / Retry-After parser (seconds, fractions, HTTP-dates);
- * the RFC 3339 times of job records (provider.c); and redact (redact.c),
- * which takes credentials out of every URL and header shown.
+ * bad settings reported and returned, not fatal (http_init, provider_open,
+ * provider_check, provider_conn); the providers' facts and operations
+ * tables; the RFC 3339 times of job records (provider.c); and redact
+ * (redact.c), which takes credentials out of every URL and header shown.
  * SPDX-License-Identifier: ISC
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/exits.h"
 #include "base/redact.h"
 #include "http/http.h"
-#include "provider/provider.h"
+#include "provider/provops.h"
 #include "tap.h"
 
 static const char *const names[] = { "OK", "TEMP", "AUTH", "PERM", "PROTO" };
@@ -55,6 +59,186 @@ red(const char *in, const char *want, const char *desc)
 	b.len--;
 	tap_is(b.p, want, desc);
 	buf_free(&b);
+}
+
+/* Standard error while a call runs, kept in a file to be read back. */
+static FILE *errf;
+static int errfd = -1;
+
+static void
+catch_err(void)
+{
+	fflush(stderr);
+	errf = tmpfile();
+	errfd = dup(STDERR_FILENO);
+	dup2(fileno(errf), STDERR_FILENO);
+}
+
+/* What the call said on standard error since catch_err, into out. */
+static void
+caught(char *out, size_t n)
+{
+	size_t k;
+
+	fflush(stderr);
+	dup2(errfd, STDERR_FILENO);
+	close(errfd);
+	rewind(errf);
+	k = fread(out, 1, n - 1, errf);
+	out[k] = '\0';
+	fclose(errf);
+}
+
+/*
+ * Settings that can never work are reported once and returned as
+ * QB_EX_CONFIG, leaving the tool to end: nothing here exits.
+ */
+static void
+http_settings(void)
+{
+	struct http h;
+	char err[512];
+	int rc;
+
+	unsetenv("QB_MAX_RETRIES");
+	unsetenv("QB_BACKOFF_BASE");
+	unsetenv("QB_HTTP_TIMEOUT");
+	rc = http_init(&h, "http://127.0.0.1:9/v1/", NULL, "sk-x");
+	tap_ok(rc == 0 && strcmp(h.base, "http://127.0.0.1:9/v1") == 0 &&
+	    h.retries == 4, "http_init: base without its '/', 4 retries");
+	http_free(&h);
+
+	catch_err();
+	rc = http_init(&h, "ftp://example.com/v1", NULL, NULL);
+	caught(err, sizeof(err));
+	tap_ok(rc == QB_EX_CONFIG && h.curl == NULL, "http_init: an ftp base "
+	    "URL returns 78, nothing held");
+	tap_ok(strstr(err, "base URL \"ftp://example.com/v1\": not an http or "
+	    "https URL") != NULL, "http_init: and says why");
+
+	setenv("QB_MAX_RETRIES", "many", 1);
+	catch_err();
+	rc = http_init(&h, "http://127.0.0.1:9/v1", NULL, NULL);
+	caught(err, sizeof(err));
+	unsetenv("QB_MAX_RETRIES");
+	tap_ok(rc == QB_EX_CONFIG && h.curl == NULL && h.base == NULL,
+	    "http_init: a bad QB_MAX_RETRIES returns 78, nothing held");
+	tap_ok(strstr(err, "QB_MAX_RETRIES \"many\" is") != NULL,
+	    "http_init: and names it");
+
+	setenv("QB_HTTP_TIMEOUT", "0", 1);
+	catch_err();
+	rc = http_init(&h, "http://127.0.0.1:9/v1", NULL, NULL);
+	caught(err, sizeof(err));
+	unsetenv("QB_HTTP_TIMEOUT");
+	tap_ok(rc == QB_EX_CONFIG && strstr(err, "out of range") != NULL,
+	    "http_init: QB_HTTP_TIMEOUT 0 is out of range");
+}
+
+/* The same of a provider's settings. */
+static void
+provider_settings(void)
+{
+	struct provider_conns c;
+	struct http h, *hp;
+	const struct provider *oa = provider_find("openai");
+	const struct provider *az = provider_find("azure");
+	char err[512];
+	int rc;
+
+	unsetenv("OPENAI_API_KEY");
+	catch_err();
+	rc = provider_open(oa, &h, "http://127.0.0.1:9/v1", NULL);
+	caught(err, sizeof(err));
+	tap_ok(rc == QB_EX_CONFIG && strstr(err, "OPENAI_API_KEY is not set") !=
+	    NULL, "provider_open: no key returns 78 and says so");
+
+	catch_err();
+	rc = provider_open(oa, &h, "http://127.0.0.1:9/v1",
+	    "/nonexistent/qb-key");
+	caught(err, sizeof(err));
+	tap_ok(rc == QB_EX_CONFIG && strstr(err, "cannot open key file "
+	    "/nonexistent/qb-key") != NULL, "provider_open: a missing key "
+	    "file returns 78");
+
+	unsetenv("AZURE_OPENAI_ENDPOINT");
+	catch_err();
+	rc = provider_open(az, &h, NULL, NULL);
+	caught(err, sizeof(err));
+	tap_ok(rc == QB_EX_CONFIG && strstr(err, "AZURE_OPENAI_ENDPOINT is not "
+	    "set and --base-url not given") != NULL,
+	    "provider_open: Azure without a host returns 78");
+
+	setenv("AZURE_OPENAI_API_KEY", "az-x", 1);
+	setenv("AZURE_OPENAI_API_VERSION", "2024/10", 1);
+	catch_err();
+	rc = provider_open(az, &h, "http://127.0.0.1:9/openai", NULL);
+	caught(err, sizeof(err));
+	unsetenv("AZURE_OPENAI_API_VERSION");
+	tap_ok(rc == QB_EX_CONFIG && h.curl == NULL && strstr(err,
+	    "not an API version") != NULL,
+	    "provider_open: a bad AZURE_OPENAI_API_VERSION returns 78");
+	rc = provider_open(az, &h, "http://127.0.0.1:9/openai", NULL);
+	tap_ok(rc == 0 && h.hdrs != NULL && strcmp(h.hdrs->data,
+	    "api-key: az-x") == 0, "provider_open: Azure's key in api-key");
+	http_free(&h);
+	unsetenv("AZURE_OPENAI_API_KEY");
+
+	setenv("OPENAI_API_KEY", " ", 1);
+	catch_err();
+	rc = provider_check(oa, "http://127.0.0.1:9/v1", NULL, 1);
+	caught(err, sizeof(err));
+	tap_ok(rc == QB_EX_CONFIG && strstr(err, "OPENAI_API_KEY is empty") !=
+	    NULL, "provider_check: an empty key returns 78");
+	tap_ok(provider_check(oa, "http://127.0.0.1:9/v1", NULL, 0) == 0,
+	    "provider_check: the key unchecked, the base URL good");
+
+	unsetenv("OPENAI_API_KEY");
+	memset(&c, 0, sizeof(c));
+	c.base = "http://127.0.0.1:9/v1";
+	catch_err();
+	rc = provider_conn(&c, oa, &hp);
+	caught(err, sizeof(err));
+	tap_ok(rc == QB_EX_CONFIG && c.n == 0,
+	    "provider_conn: a failed open returns its status, keeps nothing");
+	setenv("OPENAI_API_KEY", "sk-x", 1);
+	tap_ok(provider_conn(&c, oa, &hp) == 0 && c.n == 1 && hp == &c.h[0] &&
+	    strcmp(hp->hdrs->data, "Authorization: Bearer sk-x") == 0,
+	    "provider_conn: opened once the key is there");
+	tap_ok(provider_conn(&c, oa, &hp) == 0 && c.n == 1,
+	    "provider_conn: and reused");
+	provider_conns_free(&c);
+	unsetenv("OPENAI_API_KEY");
+}
+
+/* The facts need no operations; every provider has both. */
+static void
+tables(void)
+{
+	static const char *const names[] = { "openai", "anthropic", "azure" };
+	const struct provider *p;
+	const struct provider_ops *o;
+	char d[80];
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		p = provider_find(names[i]);
+		o = p != NULL ? provider_ops(p) : NULL;
+		snprintf(d, sizeof(d), "%s: its facts", names[i]);
+		tap_ok(p != NULL && strcmp(p->name, names[i]) == 0 &&
+		    p->max_requests > 0 && p->max_bytes > 0 && p->endpoint !=
+		    NULL && p->key_env != NULL && p->base_env != NULL, d);
+		snprintf(d, sizeof(d), "%s: its operations", names[i]);
+		tap_ok(o != NULL && strcmp(o->name, names[i]) == 0 &&
+		    o->auth != NULL && o->submit != NULL && o->get != NULL &&
+		    o->cancel != NULL && o->fetch != NULL && o->job != NULL &&
+		    o->find != NULL, d);
+	}
+	tap_ok(provider_find("gemini") == NULL, "no such provider: NULL");
+	p = provider_find("anthropic");
+	tap_ok(p->line_format == PROVIDER_LINE_ANTHROPIC &&
+	    p->max_requests == 100000 && p->max_bytes == 256000000LL,
+	    "anthropic: its line format and caps");
 }
 
 int
@@ -126,6 +310,9 @@ main(void)
 		provider_time(1796054400, buf, sizeof(buf));
 		tap_is(buf, "2026-11-30T16:00:00Z", "job time: unix seconds to UTC");
 	}
+	http_settings();
+	provider_settings();
+	tables();
 	red("POST http://user:sk-secret@127.0.0.1:8080/v1/files -> 401",
 	    "POST http://[redacted]@127.0.0.1:8080/v1/files -> 401",
 	    "redact: user and key in a URL's userinfo");
