@@ -1,7 +1,7 @@
 /*
  * afile.c: atomic file replacement, and the list of temporary files a
  * process has made and not yet renamed or removed, which an atexit
- * handler removes: a tool that dies (qb_die, a failed write on a full
+ * handler removes: a tool that dies (a fatal error, a failed write on a full
  * disk) must not leave them behind to keep the disk full. SIGTERM, SIGINT
  * and SIGHUP (a cron timeout, a ^C) remove them too before the process
  * dies of the signal; only SIGKILL leaves them.

@@ -18,7 +18,8 @@ struct afile {
 /*
  * Create the temporary file for path (path.tmp.XXXXXX). Returns 0, or -1
  * with errno set. Until afile_commit or afile_abort, the temporary file is
- * removed if the process exits (exit(3), qb_die) before either is called.
+ * removed if the process ends (from main, or in a fatal error) before
+ * either is called.
  */
 int afile_open(struct afile *a, const char *path);
 /*
@@ -31,7 +32,7 @@ int afile_commit(struct afile *a, const char *newpath);
 void afile_abort(struct afile *a);
 /*
  * Add path, a temporary file the caller made, to the files removed at
- * exit(3) and on SIGTERM, SIGINT or SIGHUP (unless ignored: the process
+ * the end of the process and on SIGTERM, SIGINT or SIGHUP (unless ignored: the process
  * then dies of the signal); afile_temp_del takes it off again (after a
  * rename or an unlink). path is copied. Dies QB_EX_OSERR if out of memory.
  */

@@ -12,12 +12,16 @@
 
 #include "base/buf.h"
 
-/* Longest custom_id any supported provider takes (Anthropic: PROVIDERS.md §2.2). */
+/*
+ * Longest custom_id any supported provider takes (Anthropic's:
+ * qb-providers(7), ANTHROPIC "Create").
+ */
 #define QB_ID_MAX 64
 
 /*
  * Check id (n bytes) against the portable custom_id rule, 1 to 64 of
- * [A-Za-z0-9_-] (PROVIDERS.md §1.3, §2.2). Returns NULL if valid, else a
+ * [A-Za-z0-9_-] (qb-providers(7), OPENAI "Batch input" and
+ * ANTHROPIC "Create"). Returns NULL if valid, else a
  * static reason such as "custom_id longer than 64 characters".
  */
 const char *id_check(const char *id, size_t n);

@@ -1,7 +1,8 @@
 /*
  * rfc3339.h: read RFC 3339 timestamps ("2026-11-30T16:00:00Z",
  * "2024-08-20T18:37:24.100435+02:00"), as Anthropic, Azure and older
- * OpenAI-compatible hosts give them (PROVIDERS.md §2.3, §3).
+ * OpenAI-compatible hosts give them (qb-providers(7), ANTHROPIC
+ * "The message batch" and AZURE OPENAI).
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_RFC3339_H
