@@ -195,7 +195,8 @@ emit(struct rec *rc, size_t idx, const struct result *r, const char *batch_id)
 
 	q->state = (uint8_t)(1 + r->outcome);
 	head(rc, idmap_key(&rc->ri.ids, idx), q, r, batch_id);
-	reqindex_emit(&rc->ri, idx, rc->g, r->outcome == OUTCOME_RETRY);
+	if (reqindex_emit(&rc->ri, idx, rc->g, r->outcome == OUTCOME_RETRY) != 0)
+		exit(QB_EX_IOERR);	/* reported */
 	tail(rc);
 }
 
@@ -354,14 +355,17 @@ dead_lines(struct rec *rc, const struct jsonl_reader *r, yajl_val v,
 	struct result m;
 	uint32_t *line;
 	size_t *idx, i, n = 0, nmiss = 0;
+	int k;
 
 	line = xreallocarray(NULL, errs->u.array.len, sizeof(*line));
 	idx = xreallocarray(NULL, errs->u.array.len, sizeof(*idx));
 	for (i = 0; i < errs->u.array.len; i++)
 		if ((line[n] = jobend_line(errs->u.array.values[i])) > 0)
 			n++;
-	if (why == NULL && reqindex_lines(&rc->ri, file, line, n, idx) == -1)
+	if (why == NULL && (k = reqindex_lines(&rc->ri, file, line, n, idx)) == -1)
 		why = strerror(errno);
+	else if (why == NULL && k != 0)
+		exit(k);	/* reported */
 	for (i = n = 0; i < errs->u.array.len; i++) {
 		e = errs->u.array.values[i];
 		if (jobend_line(e) == 0)
@@ -409,7 +413,7 @@ job_tree(struct rec *rc, const struct jsonl_reader *r, yajl_val v)
 	struct job *j;
 	size_t i, f;
 	uint32_t jn;
-	int failed, lines, nofile = 0;
+	int failed, lines, nofile = 0, k;
 
 	res = jtree_get(v, "results");
 	file = jtree_str(v, "file");
@@ -441,11 +445,12 @@ job_tree(struct rec *rc, const struct jsonl_reader *r, yajl_val v)
 			for (i = 0; i < rc->ri.ids.n; i++)
 				if (rc->ri.req[i].file == f)
 					rc->ri.req[i].tag = jn;
-		} else if (reqindex_file(&rc->ri, file, jn) == -1) {
+		} else if ((k = reqindex_file(&rc->ri, file, jn)) == -1) {
 			qb_lwarn(r->name, r->lineno, "job %s: %s: %s", j->batch_id,
 			    file, strerror(errno));
 			rc->jobs[jn - 1].unread = rc->unread = nofile = 1;
-		}
+		} else if (k != 0)
+			exit(k);	/* reported */
 	}
 	for (i = 0; YAJL_IS_ARRAY(res) && i < res->u.array.len; i++) {
 		file = YAJL_IS_STRING(res->u.array.values[i]) ?
@@ -601,7 +606,7 @@ summary(const struct rec *rc)
 static void
 rec_init(struct rec *rc, struct opts *o, const struct prices *prices)
 {
-	int k;
+	int k, st;
 
 	memset(rc, 0, sizeof(*rc));
 	rc->o = o;
@@ -611,8 +616,10 @@ rec_init(struct rec *rc, struct opts *o, const struct prices *prices)
 	reqindex_init(&rc->ri, ownkeys, o->strict);
 	idmap_init(&rc->self);
 	for (k = 0; k < o->nreq; k++)
-		if (reqindex_file(&rc->ri, o->req[k], 0) == -1)
+		if ((st = reqindex_file(&rc->ri, o->req[k], 0)) == -1)
 			qb_diesys(QB_EX_NOINPUT, "%s", o->req[k]);
+		else if (st != 0)
+			exit(st);	/* reported */
 }
 
 /* Free what rc holds, so that leak checkers see none at exit. */
@@ -799,6 +806,7 @@ main(int argc, char *argv[])
 	struct rlimit rl;
 	char *line, **files;
 	size_t len;
+	unsigned long npbad = 0;
 	int ch, k, nfile, nstdin = 0, noinput = 0;
 
 	qb_setprog(argv[0]);
@@ -858,9 +866,11 @@ main(int argc, char *argv[])
 	}
 
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	k = o.prices != NULL ? (int)prices_load(&prices, o.prices, o.strict) : 0;
+	if (o.prices != NULL && (k = prices_load(&prices, o.prices, o.strict,
+	    &npbad)) != 0)
+		return k;	/* reported */
 	rec_init(&rc, &o, &prices);
-	rc.nbad += (unsigned long)k;
+	rc.nbad += npbad;
 	if (o.ledger != NULL)
 		take_ledger(&rc);
 	for (k = 0; k < nfile; k++) {
