@@ -19,7 +19,7 @@
 
 /*
  * The limits every qb reader puts on a record, in one place: at most
- * JSONL_LINE_MAX bytes and nested at most JTREE_DEPTH_MAX levels (json.h),
+ * JSONL_LINE_MAX bytes and nested at most JTREE_DEPTH_MAX levels (jtree.h),
  * the record's own braces counted. A tool checks a record it accepts or
  * writes with this, so that no later tool refuses what it let through.
  * Takes the len bytes of JSON text at p; returns 0, or -1 with a one-line

@@ -105,25 +105,26 @@ openai(void)
 	    "{\"object\":\"list\",\"usage\":{\"prompt_tokens\":8,\"total_tokens\":8}}}}");
 	tap_is(brief(), "succeeded/done/200/8/0", "openai: embeddings usage");
 
-	/* case 15 */
+	/* An error-file line with "error": null and a 400 inside. */
 	parse("{\"id\":\"br1\",\"custom_id\":\"k1\",\"response\":{\"status_code\":400,"
 	    "\"request_id\":\"q1\",\"body\":{\"error\":{\"message\":\"max_tokens is too "
 	    "large\",\"type\":\"invalid_request_error\",\"param\":\"max_tokens\","
 	    "\"code\":\"context_length_exceeded\"}}},\"error\":null}");
-	tap_is(brief(), "errored/dead/400/-1/-1", "case 15: a 400 with error null is dead");
+	tap_is(brief(), "errored/dead/400/-1/-1", "openai: a 400 with error null is dead");
 	tap_is(emitted(NULL), "{\"status\":\"errored\",\"http_status\":400,\"error\":"
 	    "{\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\","
 	    "\"message\":\"max_tokens is too large\",\"param\":\"max_tokens\"},\"usage\":"
 	    "null,\"request_id\":\"q1\",\"batch_id\":null,\"response\":{\"error\":"
 	    "{\"message\":\"max_tokens is too large\",\"type\":\"invalid_request_error\","
 	    "\"param\":\"max_tokens\",\"code\":\"context_length_exceeded\"}}}",
-	    "case 15: type, code, message, param kept; response copied");
+	    "openai: type, code, message, param kept; response copied");
 	parse("{\"custom_id\":\"k2\",\"response\":{\"status_code\":429,\"body\":{\"error\":"
 	    "{\"message\":\"slow\",\"type\":\"requests\",\"param\":null,\"code\":"
 	    "\"rate_limit_exceeded\"}}},\"error\":null}");
 	tap_is(brief(), "errored/retry/429/-1/-1", "openai: 429 retry");
 
-	/* case 14 and §1.9 */
+	/* Requests an expired or cancelled batch never ran (qb-providers(7),
+	 * OPENAI "Expired and cancelled batches"). */
 	parse("{\"id\":\"r2\",\"custom_id\":\"x2\",\"response\":null,\"error\":{\"code\":"
 	    "\"batch_expired\",\"message\":\"not run\"}}");
 	tap_is(brief(), "expired/retry/-1/-1/-1", "openai: batch_expired is expired, retry");
