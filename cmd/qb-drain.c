@@ -379,7 +379,9 @@ enqueue(struct run *R, char **files, int nfiles)
 		exit(rc);
 	for (i = 0; i < (nfiles ? nfiles : 1); i++) {
 		if ((rc = jsonl_each(nfiles ? files[i] : "-", R->o->strict,
-		    enq_line, &E, &nbad)) != 0) {
+		    enq_line, &E, &nbad)) == QB_EX_DATAERR)
+			exit(rc);	/* --strict: the stop is said */
+		if (rc != 0) {
 			R->q->discard(R->q);
 			qb_warn("%s: nothing of it enqueued", nfiles ? files[i] :
 			    "<stdin>");

@@ -272,7 +272,9 @@ main(int argc, char *argv[])
 	o.su.wait = o.wait;
 	submit_init(&r, &o.su, o.ledger);
 	for (i = 0; files[i] != NULL; i++)
-		if ((ch = submit_file(&r, files[i])) != 0)
+		if ((ch = submit_file(&r, files[i])) == QB_EX_DATAERR)
+			exit(ch);	/* --strict: the stop is said */
+		else if (ch != 0)
 			rc = ch;
 	rc = submit_end(&r, rc);
 	qb_close_stdout();
