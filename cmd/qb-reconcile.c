@@ -426,18 +426,19 @@ main(int argc, char *argv[])
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	memset(&R, 0, sizeof(R));
 	R.o = &o;
-	if ((o.prices == NULL || (st = prices_load(&prices, o.prices, o.strict,
-	    &npbad)) == 0) && (st = recon_init(&R.rc, o.req, o.nreq, &prices,
+	if (o.prices != NULL)
+		st = prices_load(&prices, o.prices, o.strict, &npbad);
+	if (st == 0 && (st = recon_init(&R.rc, o.req, o.nreq, &prices,
 	    o.strict)) == 0) {
 		R.rc.unbuffered = o.unbuffered;
 		R.rc.nbad += npbad;
-		if (o.ledger != NULL)
-			st = take_ledger(&R);
-		for (k = 0; st == 0 && k < o.nfile; k++)
-			st = take_file(&R, o.files[k]);
-		if (st == 0)
-			st = recon_finish(&R.rc);
 	}
+	if (st == 0 && o.ledger != NULL)
+		st = take_ledger(&R);
+	for (k = 0; st == 0 && k < o.nfile; k++)
+		st = take_file(&R, o.files[k]);
+	if (st == 0)
+		st = recon_finish(&R.rc);
 	if (st == 0) {
 		summary(&R);
 		qb_close_stdout();
