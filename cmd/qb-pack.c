@@ -60,6 +60,9 @@ struct opts {
 	long long		 max_line;	/* --max-line-bytes; 0: none */
 	long long		 longest;	/* longest line packed, newline not counted */
 	int			 strict;
+	char			*absdir;	/* dir, named absolutely; owned */
+	char			**files;	/* the operands */
+	int			 nfile;
 };
 
 /*
@@ -219,16 +222,23 @@ group_get(struct packer *pk, const char *endpoint, const char *model,
 	return g;
 }
 
+/* Report why the line at r is refused; returns -1. */
 static int
-bad(struct packer *pk, struct jsonl_reader *r, const char *fmt, const char *a,
-    const char *b)
+bad(struct jsonl_reader *r, const char *fmt, const char *a, const char *b)
 {
 	char msg[512];
 
 	snprintf(msg, sizeof(msg), fmt, a, b);
 	qb_lwarn(r->name, r->lineno, "%s", msg);
-	pk->nbad++;
 	return -1;
+}
+
+/* Forget the batch line being built. */
+static void
+gen_reset(struct packer *pk)
+{
+	yajl_gen_clear(pk->gen);
+	yajl_gen_reset(pk->gen, NULL);
 }
 
 /*
@@ -284,64 +294,70 @@ put_retry(void *arg, size_t group, const char *line, size_t len, long ninputs,
 /* Only the request body's own members matter below the top level. */
 static const char *const bodykeys[] = { "body", "params", NULL };
 
-/* Pack one line; returns 0, or -1 after reporting why it was refused. */
+/*
+ * A final outcome (done or dead) is not an item: it is skipped, and
+ * keeps its id's retries from being packed again (retryset.h). Returns 1
+ * if the line scanned in pk->scan is one, else 0.
+ */
 static int
-pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
-    size_t len)
+final_outcome(struct packer *pk, const struct item *item)
 {
-	struct jscan *s = &pk->scan;
+	const struct jscan *s = &pk->scan;
+	int iout;
+
+	if (item->outcome == NULL || (strcmp(item->outcome, "done") != 0 &&
+	    strcmp(item->outcome, "dead") != 0) ||
+	    (iout = jscan_find(s, -1, "id")) < 0 || jscan_sval(s, iout) == NULL)
+		return 0;
+	retryset_final(&pk->rs, jscan_sval(s, iout), s->span[iout].slen);
+	pk->nfinal++;
+	return 1;
+}
+
+/*
+ * The embedding inputs of item (of line, at r) to endpoint, where the
+ * provider caps them per file, else 0; -1 past the cap, reported.
+ */
+static long
+inputs(struct packer *pk, struct jsonl_reader *r, const char *line,
+    const struct item *item, const char *endpoint)
+{
+	const struct jscan *s = &pk->scan;
 	const struct provider *pv = pk->o->prov;
-	char err[256];
-	struct item item;
-	const char *id, *endpoint, *model, *source;
-	int ibody, iout, isnew, retry;
-	long long tokens;
-	size_t idx, n, k;
-	long ninputs;
-	struct group *g;
-	const unsigned char *out;
-	const char *body;
+	char num[32];
+	long n = 1;
+	int iin;
 
-	if (item_check(s, line, len, pv, &item, err, sizeof(err)) == -1) {
-		/*
-		 * A final outcome is not an item: it is skipped, and keeps its
-		 * id's retries from being packed again (retryset.h).
-		 */
-		if (item.outcome != NULL && (strcmp(item.outcome, "done") == 0 ||
-		    strcmp(item.outcome, "dead") == 0) && (iout = jscan_find(s, -1,
-		    "id")) >= 0 && jscan_sval(s, iout) != NULL) {
-			retryset_final(&pk->rs, jscan_sval(s, iout),
-			    s->span[iout].slen);
-			pk->nfinal++;
-			return 0;
-		}
-		return bad(pk, r, "%s", err, NULL);
+	if (pv->max_inputs <= 0 || strcmp(endpoint, pv->inputs_endpoint) != 0)
+		return 0;
+	iin = jscan_find(s, item->ibody, "input");
+	if (iin >= 0 && s->span[iin].type == JT_ARRAY)
+		n = jscan_array_len(line + s->span[iin].off, s->span[iin].len);
+	if (n > pv->max_inputs) {
+		snprintf(num, sizeof(num), "%ld", n);
+		return bad(r, "%s embedding inputs exceed the per-file cap for "
+		    "id \"%s\"", num, item->id);
 	}
-	id = item.id;
-	ibody = item.ibody;
-	endpoint = item.endpoint != NULL ? item.endpoint : pk->o->endpoint;
-	model = item.model;
+	return n;
+}
 
-	/* An embeddings request counts its inputs against the file's cap. */
-	ninputs = 0;
-	if (pv->max_inputs > 0 && strcmp(endpoint, pv->inputs_endpoint) == 0) {
-		int iin = jscan_find(s, ibody, "input");
+/*
+ * The line of item (line, at r) as it goes into the batch file, built
+ * in pk->gen: its body copied as bytes. Returns 0, or -1 after reporting
+ * a byte the providers do not take.
+ */
+static int
+batch_line(struct packer *pk, struct jsonl_reader *r, const char *line,
+    const struct item *item, const char *endpoint)
+{
+	const struct json_span *sp = &pk->scan.span[item->ibody];
+	const char *body = line + sp->off;
+	char at[32];
+	size_t n = sp->len, k;
 
-		ninputs = 1;
-		if (iin >= 0 && s->span[iin].type == JT_ARRAY)
-			ninputs = jscan_array_len(line + s->span[iin].off,
-			    s->span[iin].len);
-		if (ninputs > pv->max_inputs) {
-			snprintf(err, sizeof(err), "%ld", ninputs);
-			return bad(pk, r, "%s embedding inputs exceed the per-file "
-			    "cap for id \"%s\"", err, id);
-		}
-	}
-
-	/* The line as it goes into the batch file. */
 	jout_open(pk->gen);
-	jout_kstr(pk->gen, "custom_id", id);
-	if (pv->line_format == PROVIDER_LINE_OPENAI) {
+	jout_kstr(pk->gen, "custom_id", item->id);
+	if (pk->o->prov->line_format == PROVIDER_LINE_OPENAI) {
 		jout_kstr(pk->gen, "method", "POST");
 		jout_kstr(pk->gen, "url", endpoint);
 		jout_key(pk->gen, "body");
@@ -356,17 +372,13 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	 * (The line has no NUL: strcspn stops at the body's end or soon
 	 * after it.)
 	 */
-	body = line + s->span[ibody].off;
-	n = s->span[ibody].len;
 	if (strcspn(body, "\r\v\f") < n) {
 		buf_reset(&pk->nocr);
 		for (k = 0; k < n; k++)
 			if (body[k] == '\v' || body[k] == '\f') {
-				yajl_gen_clear(pk->gen);
-				yajl_gen_reset(pk->gen, NULL);
-				snprintf(err, sizeof(err), "%zu", (size_t)(body - line) + k + 1);
-				return bad(pk, r, "byte %s: %s is not JSON whitespace",
-				    err, body[k] == '\v' ? "a vertical tab" : "a form feed");
+				snprintf(at, sizeof(at), "%zu", (size_t)(body - line) + k + 1);
+				return bad(r, "byte %s: %s is not JSON whitespace", at,
+				    body[k] == '\v' ? "a vertical tab" : "a form feed");
 			} else if (body[k] != '\r')
 				buf_putc(&pk->nocr, body[k]);
 		body = pk->nocr.p;
@@ -374,50 +386,60 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	}
 	jout_raw(pk->gen, body, n);
 	jout_close(pk->gen);
-	yajl_gen_get_buf(pk->gen, &out, &n);
-	/*
-	 * The batch line, as qb-reconcile will index it: it may be longer
-	 * than the item was (a "url" added from -e).
-	 */
-	if (jsonl_fits((const char *)out, n, err, sizeof(err)) == -1) {
-		yajl_gen_clear(pk->gen);
-		yajl_gen_reset(pk->gen, NULL);
-		return bad(pk, r, "batch line: %s for id \"%s\"", err, id);
-	}
-	/* One test for both caps; which one it was matters only here. */
-	if ((long long)n > pk->o->longest) {
-		yajl_gen_clear(pk->gen);
-		yajl_gen_reset(pk->gen, NULL);
-		if (pk->o->max_line > 0 && (long long)n > pk->o->max_line) {
-			snprintf(err, sizeof(err), "line of %zu bytes exceeds the "
-			    "line cap of %lld bytes", n, pk->o->max_line);
-			return bad(pk, r, "%s for id \"%s\"", err, id);
-		}
-		snprintf(err, sizeof(err), "%zu bytes with its newline) exceeds "
-		    "the per-file byte cap (-b) of %lld", n + 1, pk->o->max_bytes);
-		return bad(pk, r, "line (%s bytes for id \"%s\"", err, id);
-	}
+	return 0;
+}
 
-	/*
-	 * Refuse a duplicate only once the line is otherwise good. An id may
-	 * come back once from each batch it was retried from: those go to
-	 * files of their own (struct group).
-	 */
-	retry = item.outcome != NULL && strcmp(item.outcome, "retry") == 0;
-	source = retry ? jscan_sval(s, jscan_find(s, -1, "batch_id")) : NULL;
-	if (source == NULL)
-		source = "";
+/*
+ * The batch line of id (n bytes at out) within the caps: as qb-reconcile
+ * will index it (it may be longer than the item was: a "url" added from
+ * -e), and within --max-line-bytes and the file's byte cap. Returns 0, or
+ * -1 after reporting.
+ */
+static int
+line_fits(struct packer *pk, struct jsonl_reader *r, const unsigned char *out,
+    size_t n, const char *id)
+{
+	char err[256];
+
+	if (jsonl_fits((const char *)out, n, err, sizeof(err)) == -1)
+		return bad(r, "batch line: %s for id \"%s\"", err, id);
+	/* One test for both caps; which one it was matters only here. */
+	if ((long long)n <= pk->o->longest)
+		return 0;
+	if (pk->o->max_line > 0 && (long long)n > pk->o->max_line) {
+		snprintf(err, sizeof(err), "line of %zu bytes exceeds the line "
+		    "cap of %lld bytes", n, pk->o->max_line);
+		return bad(r, "%s for id \"%s\"", err, id);
+	}
+	snprintf(err, sizeof(err), "%zu bytes with its newline) exceeds the "
+	    "per-file byte cap (-b) of %lld", n + 1, pk->o->max_bytes);
+	return bad(r, "line (%s bytes for id \"%s\"", err, id);
+}
+
+/*
+ * Refuse a duplicate only once the line is otherwise good. An id may come
+ * back once from each batch it was retried from (source, else ""): those
+ * go to files of their own (struct group). Notes where the id came first;
+ * returns 0, or -1 after reporting.
+ */
+static int
+first_use(struct packer *pk, struct jsonl_reader *r, const struct item *item,
+    const char *source)
+{
+	char at[256];
+	size_t idx;
+	int isnew;
+
 	buf_reset(&pk->key);
-	buf_append(&pk->key, id, item.idlen);
+	buf_append(&pk->key, item->id, item->idlen);
 	buf_putc(&pk->key, '\n');	/* no id holds one */
 	buf_append(&pk->key, source, strlen(source));
 	idx = idmap_put(&pk->ids, pk->key.p, pk->key.len, &isnew);
 	if (!isnew) {
-		yajl_gen_clear(pk->gen);
-		yajl_gen_reset(pk->gen, NULL);
-		snprintf(err, sizeof(err), "%s:%lu", pk->firstfile[idx],
+		snprintf(at, sizeof(at), "%s:%lu", pk->firstfile[idx],
 		    pk->firstline[idx]);
-		return bad(pk, r, "duplicate custom_id \"%s\" (first at %s)", id, err);
+		return bad(r, "duplicate custom_id \"%s\" (first at %s)",
+		    item->id, at);
 	}
 	if ((idx & (idx - 1)) == 0) {
 		pk->firstline = xreallocarray(pk->firstline, idx ? idx * 2 : 1,
@@ -427,21 +449,55 @@ pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
 	}
 	pk->firstline[idx] = r->lineno;
 	pk->firstfile[idx] = r->name;
-
-	g = group_get(pk, endpoint, model, source);
-	tokens = (jscan_string_chars(line + s->span[ibody].off,
-	    s->span[ibody].len) + 3) / 4;
-	if (*source != '\0') {
-		/* Sorted and sifted once the whole input is read. */
-		if (retryset_add(&pk->rs, g->idx, id, item.idlen,
-		    (const char *)out, n, ninputs, tokens) == -1)
-			qb_diesys(QB_EX_IOERR, "cannot hold retries in a "
-			    "temporary file");
-	} else
-		put(pk, g, (const char *)out, n, ninputs, tokens, retry);
-	yajl_gen_clear(pk->gen);
-	yajl_gen_reset(pk->gen, NULL);
 	return 0;
+}
+
+/* Pack one line; returns 0, or -1 after reporting why it was refused. */
+static int
+pack_line(struct packer *pk, struct jsonl_reader *r, const char *line,
+    size_t len)
+{
+	const struct jscan *s = &pk->scan;
+	const struct json_span *b;
+	const unsigned char *out;
+	struct item item;
+	const char *endpoint, *source;
+	char err[256];
+	struct group *g;
+	long long tokens;
+	long ninputs;
+	size_t n;
+	int retry, rc = -1;
+
+	if (item_check(&pk->scan, line, len, pk->o->prov, &item, err,
+	    sizeof(err)) == -1)
+		return final_outcome(pk, &item) ? 0 : bad(r, "%s", err, NULL);
+	endpoint = item.endpoint != NULL ? item.endpoint : pk->o->endpoint;
+	if ((ninputs = inputs(pk, r, line, &item, endpoint)) < 0)
+		return -1;
+	retry = item.outcome != NULL && strcmp(item.outcome, "retry") == 0;
+	source = retry ? jscan_sval(s, jscan_find(s, -1, "batch_id")) : NULL;
+	if (source == NULL)
+		source = "";
+	if (batch_line(pk, r, line, &item, endpoint) == -1)
+		goto out;
+	yajl_gen_get_buf(pk->gen, &out, &n);
+	if (line_fits(pk, r, out, n, item.id) == -1 ||
+	    first_use(pk, r, &item, source) == -1)
+		goto out;
+	g = group_get(pk, endpoint, item.model, source);
+	b = &s->span[item.ibody];
+	tokens = (jscan_string_chars(line + b->off, b->len) + 3) / 4;
+	if (*source == '\0')
+		put(pk, g, (const char *)out, n, ninputs, tokens, retry);
+	/* Sorted and sifted once the whole input is read. */
+	else if (retryset_add(&pk->rs, g->idx, item.id, item.idlen,
+	    (const char *)out, n, ninputs, tokens) == -1)
+		qb_diesys(QB_EX_IOERR, "cannot hold retries in a temporary file");
+	rc = 0;
+out:
+	gen_reset(pk);
+	return rc;
 }
 
 static void
@@ -457,8 +513,39 @@ abort_all(struct packer *pk)
 		}
 }
 
-int
-main(int argc, char *argv[])
+/*
+ * The caps each file and line is split and checked at, from the
+ * provider's and the options; and the directory, named absolutely.
+ * Returns 0 or the status to exit with.
+ */
+static int
+caps(struct opts *o)
+{
+	int rc;
+
+	if (o->endpoint == NULL)
+		o->endpoint = o->prov->endpoint;
+	/* The provider's caps bound what the user may ask for. */
+	if (o->max_requests == 0 || o->max_requests > o->prov->max_requests)
+		o->max_requests = o->prov->max_requests;
+	if (o->max_bytes == 0 || o->max_bytes > o->prov->max_bytes)
+		o->max_bytes = o->prov->max_bytes;
+	/* A line must also fit, with its newline, in an empty file. */
+	o->longest = o->max_bytes - 1;
+	if (o->max_line > 0 && o->max_line < o->longest)
+		o->longest = o->max_line;
+	if ((rc = afile_need_dir(o->dir)) != 0)
+		return rc;
+	/* Records name files absolutely: cron runs the next tool elsewhere. */
+	if ((o->absdir = realpath(o->dir, NULL)) == NULL)
+		qb_diesys(QB_EX_OSERR, "%s", o->dir);
+	o->dir = o->absdir;
+	return 0;
+}
+
+/* The options into *o, checked; returns 0 or the status to exit with. */
+static int
+options(struct opts *o, int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, 'd' },
@@ -471,21 +558,13 @@ main(int argc, char *argv[])
 		QB_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct opts o;
-	struct packer pk;
-	struct jsonl_reader r;
+	static char *stdin_only[] = { "-" };
 	const char *errstr, *env, *pname = "openai";
-	char *line;
-	size_t len, i;
-	int ch, rc, k, nfile;
-	char **files;
-	char *stdin_only[] = { "-" };
-	char **opened, *absdir;
+	int ch;
 
-	qb_setprog(argv[0]);
-	memset(&o, 0, sizeof(o));
+	memset(o, 0, sizeof(*o));
 	if ((env = getenv("QB_MAX_LINE_BYTES")) != NULL && *env != '\0') {
-		o.max_line = qb_parse_bytes(env, 1LL << 50, &errstr);
+		o->max_line = qb_parse_bytes(env, 1LL << 50, &errstr);
 		if (errstr != NULL)
 			qb_die(QB_EX_CONFIG, "QB_MAX_LINE_BYTES \"%s\" is %s", env,
 			    errstr);
@@ -493,27 +572,27 @@ main(int argc, char *argv[])
 	while ((ch = getopt_long(argc, argv, "b:d:e:hn:p:qVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'b':
-			o.max_bytes = qb_parse_bytes(optarg, 1LL << 50, &errstr);
+			o->max_bytes = qb_parse_bytes(optarg, 1LL << 50, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--max-bytes %s: %s", optarg, errstr);
 			break;
 		case 'd':
-			o.dir = optarg;
+			o->dir = optarg;
 			break;
 		case 'e':
-			o.endpoint = optarg;
+			o->endpoint = optarg;
 			if (optarg[0] != '/')
 				qb_die(QB_EX_USAGE, "--endpoint %s: not a path such as "
 				    "/v1/chat/completions", optarg);
 			break;
 		case 'L':
-			o.max_line = qb_parse_bytes(optarg, 1LL << 50, &errstr);
+			o->max_line = qb_parse_bytes(optarg, 1LL << 50, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--max-line-bytes %s: %s", optarg,
 				    errstr);
 			break;
 		case 'n':
-			o.max_requests = qb_strtonum(optarg, 1, 1LL << 40, &errstr);
+			o->max_requests = qb_strtonum(optarg, 1, 1LL << 40, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--max-requests %s: %s", optarg, errstr);
 			break;
@@ -521,114 +600,162 @@ main(int argc, char *argv[])
 			pname = optarg;
 			break;
 		case 'S':
-			o.strict = 1;
+			o->strict = 1;
 			break;
 		default:
 			opt_common(ch, usage, help);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (o.dir == NULL)
+	if (o->dir == NULL)
 		opt_usage(usage);
-	if ((o.prov = provider_find(pname)) == NULL)
+	if ((o->prov = provider_find(pname)) == NULL)
 		qb_die(QB_EX_USAGE, "unknown provider \"%s\"", pname);
-	if (o.endpoint == NULL)
-		o.endpoint = o.prov->endpoint;
-	/* The provider's caps bound what the user may ask for. */
-	if (o.max_requests == 0 || o.max_requests > o.prov->max_requests)
-		o.max_requests = o.prov->max_requests;
-	if (o.max_bytes == 0 || o.max_bytes > o.prov->max_bytes)
-		o.max_bytes = o.prov->max_bytes;
-	/* A line must also fit, with its newline, in an empty file. */
-	o.longest = o.max_bytes - 1;
-	if (o.max_line > 0 && o.max_line < o.longest)
-		o.longest = o.max_line;
-	if ((rc = afile_need_dir(o.dir)) != 0)
-		return rc;
-	/* Records name files absolutely: cron runs the next tool elsewhere. */
-	if ((absdir = realpath(o.dir, NULL)) == NULL)
-		qb_diesys(QB_EX_OSERR, "%s", o.dir);
-	o.dir = absdir;
+	o->files = argc > optind ? argv + optind : stdin_only;
+	o->nfile = argc > optind ? argc - optind : 1;
+	return caps(o);
+}
 
-	memset(&pk, 0, sizeof(pk));
-	pk.o = &o;
-	pk.gen = jout_new();
-	pk.rec = jout_new();
-	pk.scan.deep = bodykeys;
-	idmap_init(&pk.ids);
-	retryset_init(&pk.rs);
-	files = argc > 0 ? argv : stdin_only;
-	nfile = argc > 0 ? argc : 1;
-	opened = xcalloc((size_t)nfile, sizeof(*opened));
-	rc = QB_EX_OK;
-	for (k = 0; k < nfile; k++) {
-		if (jsonl_open(&r, files[k]) == -1) {
-			qb_warnsys("%s", files[k]);
-			rc = QB_EX_NOINPUT;
-			continue;
+/*
+ * Pack the lines of path. The reader's name is handed on in *name (the
+ * duplicate reports cite it). Returns 0; QB_EX_NOINPUT, reported, when
+ * path cannot be opened (the other files go on); or, after removing the
+ * files not yet complete, QB_EX_IOERR for a damaged input (a cut gzip
+ * stream, a read error: it must not pass for a short one) or
+ * QB_EX_DATAERR at the first bad line under --strict.
+ */
+static int
+pack_file(struct packer *pk, const char *path, char **name)
+{
+	struct jsonl_reader r;
+	struct jsonl_rec rec;
+	int ch, rc = 0;
+
+	if (jsonl_open(&r, path) == -1) {
+		qb_warnsys("%s", path);
+		return QB_EX_NOINPUT;
+	}
+	r.strict = pk->o->strict;
+	while ((ch = jsonl_read(&r, &rec)) != JSONL_EOF) {
+		if (ch == JSONL_IOERR) {
+			abort_all(pk);
+			rc = qb_fail(QB_EX_IOERR, "%s: input damaged; files not "
+			    "yet complete were removed", r.name);
+			break;
 		}
-		while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
-			if (ch == JSONL_IOERR) {
-				/*
-				 * A damaged input (a cut gzip stream, a read
-				 * error) must not pass for a short one: what
-				 * was not yet complete is dropped.
-				 */
-				abort_all(&pk);
-				qb_die(QB_EX_IOERR, "%s: input damaged; files not "
-				    "yet complete were removed", r.name);
-			}
-			pk.nin++;
-			if (ch == JSONL_BAD)
-				pk.nbad++;
-			else if (pack_line(&pk, &r, line, len) == 0)
-				continue;
-			if (o.strict) {
-				abort_all(&pk);
-				qb_die(QB_EX_DATAERR, "stopped at the first bad line "
-				    "(--strict)");
-			}
+		pk->nin++;
+		if (ch == JSONL_LINE && pack_line(pk, &r, rec.line, rec.len) == -1)
+			ch = jsonl_reject(&r);
+		if (ch == JSONL_STOP) {
+			abort_all(pk);
+			rc = QB_EX_DATAERR;
+			break;
 		}
-		pk.nblank += r.blank;
-		if (r.blank > 0)
-			qb_note(1, "%s: %lu blank lines skipped", r.name, r.blank);
-		/* Keep the name alive: duplicate reports cite it. */
-		opened[k] = r.name;
-		r.name = NULL;
-		jsonl_close(&r);
 	}
-	if (retryset_each(&pk.rs, put_retry, &pk) == -1) {
-		abort_all(&pk);
-		qb_diesys(QB_EX_IOERR, "cannot read back the retries held");
+	pk->nbad += r.nbad;
+	pk->nblank += r.blank;
+	if (r.blank > 0)
+		qb_note(1, "%s: %lu blank lines skipped", r.name, r.blank);
+	*name = r.name;
+	r.name = NULL;
+	jsonl_close(&r);
+	return rc;
+}
+
+/* The held retries into their files, then every file finished. Returns
+ * 0, or QB_EX_IOERR after removing the files not yet complete. */
+static int
+finish(struct packer *pk)
+{
+	size_t i;
+
+	if (retryset_each(&pk->rs, put_retry, pk) == -1) {
+		abort_all(pk);
+		return qb_failsys(QB_EX_IOERR, "cannot read back the retries held");
 	}
-	for (i = 0; i < pk.ng; i++) {
-		group_finish(&pk, pk.g[i]);
-		free(pk.g[i]->endpoint);
-		free(pk.g[i]->model);
-		free(pk.g[i]->source);
-		free(pk.g[i]);
-	}
-	free(pk.g);
-	for (k = 0; k < nfile; k++)
-		free(opened[k]);
-	free(opened);
-	free(pk.firstline);
-	free(pk.firstfile);
-	idmap_free(&pk.ids);
-	buf_free(&pk.scan.strs);
-	buf_free(&pk.nocr);
-	buf_free(&pk.key);
-	retryset_free(&pk.rs);
-	yajl_gen_free(pk.gen);
-	yajl_gen_free(pk.rec);
-	free(absdir);
+	for (i = 0; i < pk->ng; i++)
+		group_finish(pk, pk->g[i]);
+	return 0;
+}
+
+static void
+summary(const struct packer *pk)
+{
 	qb_note(1, "%lu lines, %lu packed into %lu file%s, %lu rejected, "
-	    "%lu final outcomes and %lu blank lines skipped", pk.nin,
-	    pk.nin - pk.nbad - pk.nfinal, pk.nfiles, pk.nfiles == 1 ? "" : "s",
-	    pk.nbad, pk.nfinal, pk.nblank);
+	    "%lu final outcomes and %lu blank lines skipped", pk->nin,
+	    pk->nin - pk->nbad - pk->nfinal, pk->nfiles, pk->nfiles == 1 ?
+	    "" : "s", pk->nbad, pk->nfinal, pk->nblank);
+}
+
+static void
+packer_init(struct packer *pk, struct opts *o)
+{
+	memset(pk, 0, sizeof(*pk));
+	pk->o = o;
+	pk->gen = jout_new();
+	pk->rec = jout_new();
+	pk->scan.deep = bodykeys;
+	idmap_init(&pk->ids);
+	retryset_init(&pk->rs);
+}
+
+static void
+packer_free(struct packer *pk)
+{
+	size_t i;
+
+	for (i = 0; i < pk->ng; i++) {
+		free(pk->g[i]->endpoint);
+		free(pk->g[i]->model);
+		free(pk->g[i]->source);
+		free(pk->g[i]);
+	}
+	free(pk->g);
+	free(pk->firstline);
+	free(pk->firstfile);
+	idmap_free(&pk->ids);
+	buf_free(&pk->scan.strs);
+	buf_free(&pk->nocr);
+	buf_free(&pk->key);
+	retryset_free(&pk->rs);
+	yajl_gen_free(pk->gen);
+	yajl_gen_free(pk->rec);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct opts o;
+	struct packer pk;
+	char **names;
+	int k, rc, st = 0;
+
+	qb_setprog(argv[0]);
+	if ((rc = options(&o, argc, argv)) != 0)
+		return rc;
+	packer_init(&pk, &o);
+	names = xcalloc((size_t)o.nfile, sizeof(*names));
+	for (k = 0; k < o.nfile; k++) {
+		st = pack_file(&pk, o.files[k], &names[k]);
+		if (st == QB_EX_IOERR || st == QB_EX_DATAERR)
+			break;
+		if (st != 0)
+			rc = st;	/* a file not opened; the others go on */
+	}
+	if (st != QB_EX_IOERR && st != QB_EX_DATAERR &&
+	    (st = finish(&pk)) == 0) {
+		summary(&pk);
+		if (rc == QB_EX_OK && pk.nbad > 0)
+			rc = QB_EX_PARTIAL;
+	}
+	packer_free(&pk);
+	for (k = 0; k < o.nfile; k++)
+		free(names[k]);
+	free(names);
+	free(o.absdir);
+	if (st != 0) {
+		fflush(stdout);		/* the pack records of files complete stand */
+		return st;
+	}
 	opt_close_stdout();
-	if (rc == QB_EX_OK && pk.nbad > 0)
-		rc = QB_EX_PARTIAL;
 	return rc;
 }

@@ -276,6 +276,49 @@ jscan_sval(const struct jscan *s, int i)
 	return s->strs.p + s->span[i].soff;
 }
 
+int
+jscan_whole(const struct jscan *s)
+{
+	int i;
+
+	if (s->nspan == JSCAN_SPANS_MAX)
+		return 0;
+	for (i = 0; i < s->nspan; i++)
+		if (s->span[i].depth == 1 && s->span[i].key[0] == '\x01')
+			return 0;
+	return 1;
+}
+
+yajl_val
+jscan_tree(const struct jscan *s, const char *text, size_t len,
+    const char *const *keys, char *err, size_t errlen)
+{
+	struct buf b = BUF_INIT;
+	const struct json_span *sp;
+	yajl_val v;
+	int i;
+
+	if (!jscan_whole(s))
+		return jtree_parse(text, err, errlen);
+	if (jtree_depth(text, len) > JTREE_DEPTH_MAX) {
+		snprintf(err, errlen, "nested deeper than %d levels",
+		    JTREE_DEPTH_MAX);
+		return NULL;
+	}
+	buf_putc(&b, '{');
+	for (; *keys != NULL; keys++) {
+		if ((i = jscan_find(s, -1, *keys)) < 0)
+			continue;
+		sp = &s->span[i];
+		buf_printf(&b, "%s\"%s\":", b.len > 1 ? "," : "", *keys);
+		buf_append(&b, text + sp->off, sp->len);
+	}
+	buf_putc(&b, '}');
+	v = jtree_parse(b.p, err, errlen);
+	buf_free(&b);
+	return v;
+}
+
 /* Counting state for jscan_array_len: depth and elements at depth 1. */
 struct countctx {
 	int	depth;

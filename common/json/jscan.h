@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include <yajl/yajl_tree.h>
+
 #include "base/buf.h"
 
 /* What jscan_parse found: the members of the top-level object (depth 1) and
@@ -62,5 +64,19 @@ int jscan_keyin(const char *key, const char *const *list);
 int jscan_dupkey(const struct jscan *s, int parent, const char *key);
 /* The decoded string of span i (NUL-terminated), or NULL if not a string. */
 const char *jscan_sval(const struct jscan *s, int i);
+/* 1 if s recorded every depth-1 member under its own key, else 0. */
+int jscan_whole(const struct jscan *s);
+/*
+ * The members keys (NULL-terminated, names that need no escaping) of the
+ * object scanned in s as a yajl tree, parsed from their spans of text
+ * alone (the first of each key; absent keys are left out), so that what a
+ * record's other members hold is not parsed again. The len bytes of text
+ * (NUL-terminated at len) are those s scanned; when s does not hold them
+ * whole, they are parsed whole instead. Like jtree_parse it refuses a
+ * record nested deeper than JTREE_DEPTH_MAX. Returns the tree (the caller
+ * frees it with yajl_tree_free), or NULL with a one-line reason in err.
+ */
+yajl_val jscan_tree(const struct jscan *s, const char *text, size_t len,
+    const char *const *keys, char *err, size_t errlen);
 
 #endif

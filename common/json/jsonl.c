@@ -53,6 +53,8 @@ jsonl_close(struct jsonl_reader *r)
 {
 	if (r->gz != NULL)
 		gzclose(r->gz);
+	if (r->tree != NULL)
+		yajl_tree_free(r->tree);
 	free(r->buf);
 	free(r->name);
 	memset(r, 0, sizeof(*r));
@@ -232,13 +234,41 @@ jsonl_tree(struct jsonl_reader *r, const char *line, size_t len)
 }
 
 int
+jsonl_reject(struct jsonl_reader *r)
+{
+	r->nbad++;
+	if (!r->strict)
+		return JSONL_BAD;
+	qb_fail(QB_EX_DATAERR, "stopped at the first bad line (--strict)");
+	return JSONL_STOP;
+}
+
+int
+jsonl_read(struct jsonl_reader *r, struct jsonl_rec *rec)
+{
+	int ch;
+
+	if (r->tree != NULL) {
+		yajl_tree_free(r->tree);
+		r->tree = NULL;
+	}
+	memset(rec, 0, sizeof(*rec));
+	if ((ch = jsonl_next(r, &rec->line, &rec->len)) == JSONL_BAD)
+		return jsonl_reject(r);
+	if (ch != JSONL_LINE || r->parse != JSONL_TREE)
+		return ch;
+	if ((r->tree = jsonl_tree(r, rec->line, rec->len)) == NULL)
+		return jsonl_reject(r);
+	rec->tree = r->tree;
+	return JSONL_LINE;
+}
+
+int
 jsonl_each(const char *path, int strict, jsonl_fn fn, void *arg,
     unsigned long *nbad)
 {
 	struct jsonl_reader r;
-	yajl_val rec;
-	char *line;
-	size_t len;
+	struct jsonl_rec rec;
 	int ch, rc = 0;
 
 	if (jsonl_open(&r, path) == -1) {
@@ -246,21 +276,19 @@ jsonl_each(const char *path, int strict, jsonl_fn fn, void *arg,
 		    "<stdin>" : path);
 		return QB_EX_NOINPUT;
 	}
-	while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
-		if (ch == JSONL_IOERR) {
-			rc = QB_EX_IOERR;
+	r.parse = JSONL_TREE;
+	r.strict = strict;
+	while ((ch = jsonl_read(&r, &rec)) != JSONL_EOF) {
+		if (ch == JSONL_IOERR || ch == JSONL_STOP) {
+			rc = ch == JSONL_STOP ? QB_EX_DATAERR : QB_EX_IOERR;
 			break;
 		}
-		rec = ch == JSONL_BAD ? NULL : jsonl_tree(&r, line, len);
-		if (rec == NULL) {
-			if (strict)
-				qb_die(QB_EX_DATAERR, "stopped at the first bad "
-				    "line (--strict)");
+		if (ch == JSONL_BAD) {
 			(*nbad)++;
 			continue;
 		}
-		if ((ch = fn(arg, &r, line, len, rec)) != 1)
-			yajl_tree_free(rec);
+		if ((ch = fn(arg, &r, rec.line, rec.len, rec.tree)) == 1)
+			r.tree = NULL;	/* fn keeps it */
 		if (ch < 0)
 			break;
 	}

@@ -19,7 +19,7 @@
 
 /*
  * The limits every qb reader puts on a record, in one place: at most
- * JSONL_LINE_MAX bytes and nested at most JTREE_DEPTH_MAX levels (json.h),
+ * JSONL_LINE_MAX bytes and nested at most JTREE_DEPTH_MAX levels (jtree.h),
  * the record's own braces counted. A tool checks a record it accepts or
  * writes with this, so that no later tool refuses what it let through.
  * Takes the len bytes of JSON text at p; returns 0, or -1 with a one-line
@@ -35,15 +35,27 @@ struct jsonl_reader {
 	size_t		 cap, start, end, scan;
 	unsigned long	 lineno;	/* physical number of the last line returned */
 	unsigned long	 blank;		/* blank lines skipped so far */
+	unsigned long	 nbad;		/* bad lines so far, each reported */
 	unsigned long long base;	/* stream offset of buf[0] */
 	unsigned long long off;		/* stream offset of the last line returned */
 	int		 eof, first, skipping;
+	/* Set by the caller after jsonl_open (both 0 there): */
+	int		 parse;		/* JSONL_RAW or JSONL_TREE: what jsonl_read makes */
+	int		 strict;	/* the first bad line stops the reading */
+	yajl_val	 tree;		/* JSONL_TREE: the last line's; owned unless
+					   the caller takes it (sets it to NULL) */
 };
 
 #define JSONL_LINE	1	/* a line was returned */
 #define JSONL_EOF	0	/* no more lines */
 #define JSONL_BAD	(-1)	/* a line was rejected and reported; go on */
 #define JSONL_IOERR	(-2)	/* read error, reported; stop reading this input */
+#define JSONL_STOP	(-3)	/* strict: a line was rejected, reported, and
+				   "stopped at the first bad line (--strict)"
+				   said; stop (the tool exits QB_EX_DATAERR) */
+
+#define JSONL_RAW	0	/* jsonl_read gives a line's bytes alone */
+#define JSONL_TREE	1	/* and its yajl tree, a JSON object */
 
 /*
  * Open path ("-" or NULL for standard input) for reading. Returns 0, or -1
@@ -70,6 +82,31 @@ void jsonl_close(struct jsonl_reader *r);
  */
 yajl_val jsonl_tree(struct jsonl_reader *r, const char *line, size_t len);
 
+/* A line as jsonl_read gives it. */
+struct jsonl_rec {
+	char		*line;	/* len bytes in the reader's buffer, NUL-terminated,
+				   without the line ending; valid until the next call */
+	size_t		 len;
+	yajl_val	 tree;	/* JSONL_TREE: the object, also in r->tree; else NULL */
+};
+
+/*
+ * The record reader every tool's loop pulls from: the next non-blank line
+ * into *rec, parsed as r->parse says. Returns JSONL_LINE; JSONL_EOF;
+ * JSONL_IOERR (reported); or, for a line refused (over the line cap, or
+ * under JSONL_TREE not a JSON object), reported as FILE:LINE and counted
+ * in r->nbad, JSONL_BAD, or JSONL_STOP under r->strict. The tree of the
+ * line before is freed first, unless the caller took it.
+ */
+int jsonl_read(struct jsonl_reader *r, struct jsonl_rec *rec);
+
+/*
+ * The caller refused the line jsonl_read gave (and reported why): it is
+ * counted in r->nbad. Returns JSONL_BAD, or under r->strict JSONL_STOP
+ * after saying "stopped at the first bad line (--strict)".
+ */
+int jsonl_reject(struct jsonl_reader *r);
+
 /*
  * Called by jsonl_each for each line that is a JSON object: rec is its
  * tree, line and len its bytes, r the reader (for r->name and r->lineno
@@ -80,12 +117,13 @@ yajl_val jsonl_tree(struct jsonl_reader *r, const char *line, size_t len);
 typedef int (*jsonl_fn)(void *arg, struct jsonl_reader *r, const char *line,
     size_t len, yajl_val rec);
 /*
- * Read every line of path ("-" for standard input) and hand each object
- * to fn. A line that is not an object is reported (FILE:LINE) and
- * counted in *nbad; if strict, it ends the run with exit 65 instead.
- * Returns 0 (also when fn stopped); QB_EX_NOINPUT when path cannot be
- * opened, QB_EX_IOERR when it could not be read to its end: both are
- * reported, and the caller decides whether the run goes on.
+ * Read every line of path ("-" for standard input) with jsonl_read and
+ * hand each object to fn. A line that is not an object is reported
+ * (FILE:LINE) and counted in *nbad. Returns 0 (also when fn stopped);
+ * QB_EX_DATAERR when strict and a line was refused (reported, and
+ * "stopped at the first bad line (--strict)" said); QB_EX_NOINPUT when
+ * path cannot be opened, QB_EX_IOERR when it could not be read to its
+ * end: all reported, and the caller decides whether the run goes on.
  */
 int jsonl_each(const char *path, int strict, jsonl_fn fn, void *arg,
     unsigned long *nbad);

@@ -1,5 +1,5 @@
 /*
- * json.c: yajl tree accessors, the located syntax check and the nesting
+ * jtree.c: yajl tree accessors, the located syntax check and the nesting
  * guard every reader uses. The span scanner is in jscan.c.
  * SPDX-License-Identifier: ISC
  */

@@ -1,8 +1,8 @@
 /*
  * item.h: the checks an item record passes before it becomes a request,
  * whether packed into a batch file (qb-pack) or sent at once (qb-submit
- * --sync): DESIGN.md §3 "item", and the provider's line rules
- * (PROVIDERS.md §1.3, §2.2).
+ * --sync): the item of qb(7) RECORD FORMATS, and the provider's line
+ * rules (qb-providers(7), OPENAI "Batch input", ANTHROPIC "Create").
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_ITEM_H
@@ -27,14 +27,15 @@ struct item {
 
 /*
  * Scan the len bytes at line (a NUL-terminated record) into s and check
- * it as an item for provider p: within the limits of jsonl_fits; an id of 1 to 64 [A-Za-z0-9_-]; a body
- * (or params, an Anthropic request, only for p's Anthropic line format,
- * which alone takes a record holding "params" at all)
- * that is an object holding a non-empty "model" string, and for Anthropic
- * "max_tokens" and "messages"; "method", if any, "POST"; "url" or
- * "endpoint", if any, a path beginning with '/' and holding no '?' or
- * '#'; none of these keys given twice. Returns 0 with *it filled, or -1
- * with a one-line reason in err (errlen bytes), naming the id once known.
+ * it as an item for provider p: within the limits of jsonl_fits; an id
+ * of 1 to 64 [A-Za-z0-9_-]; a body (or params, an Anthropic request, only
+ * for p's Anthropic line format, which alone takes a record holding
+ * "params" at all) that is an object holding a non-empty "model" string,
+ * and for Anthropic "max_tokens" and "messages"; "method", if any,
+ * "POST"; "url" or "endpoint", if any, a path beginning with '/' and
+ * holding no '?' or '#'; none of these keys given twice. Returns 0 with
+ * *it filled, or -1 with a one-line reason in err (errlen bytes), naming
+ * the id once known.
  */
 int item_check(struct jscan *s, const char *line, size_t len,
     const struct provider *p, struct item *it, char *err, size_t errlen);

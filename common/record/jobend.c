@@ -13,7 +13,8 @@
 #include "json/jtree.h"
 #include "record/jobend.h"
 
-/* Status words compare without case: Azure answers "Completed" (PROVIDERS.md §3). */
+/* Status words compare without case: Azure answers "Completed"
+ * (qb-providers(7), AZURE OPENAI). */
 static int
 inlist_nocase(const char *s, const char *const *list)
 {

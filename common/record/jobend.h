@@ -1,8 +1,9 @@
 /*
  * jobend.h: what the end of a batch means for the requests of its file
- * that got no result (DESIGN.md §4: each gets an outcome): retry, with
+ * that got no result (each gets an outcome: qb(7) CUSTODY): retry, with
  * the batch's own error, or, for the lines a validation failure names,
- * their own (PROVIDERS.md §1.5, §1.9).
+ * their own (qb-providers(7), OPENAI "The batch object", "Expired and
+ * cancelled batches").
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_JOBEND_H
@@ -32,7 +33,8 @@ int jobend_final(const char *status);
 int jobend_read(struct jobend *j, yajl_val v, const char *status, int failed);
 void jobend_free(struct jobend *j);
 /* The "errors" list of a job record: qb-poll's array, or the Batch
- * object's {"data": [...]} (§1.5); NULL when none or empty. */
+ * object's {"data": [...]} (qb-providers(7), OPENAI "The batch object");
+ * NULL when none or empty. */
 yajl_val jobend_errors(yajl_val v);
 /* The input line error e names ("line", 1-based), or 0 for none. */
 uint32_t jobend_line(yajl_val e);

@@ -1,5 +1,5 @@
 /*
- * syncjoin.c: the members a record carries on. qb-submit --sync copies
+ * members.c: the members a record carries on. qb-submit --sync copies
  * an item's members (meta, queue, receipt, body ...) into its result;
  * qb-reconcile copies a result's members into the outcome when the
  * result carries its own request. Values are copied as bytes, so a body
@@ -13,21 +13,7 @@
 #include "json/jtree.h"
 #include "record/members.h"
 
-/* Did the scan record every member at depth 1 under its own key? */
-static int
-whole(const struct jscan *s)
-{
-	int i;
-
-	if (s->nspan == JSCAN_SPANS_MAX)
-		return 0;
-	for (i = 0; i < s->nspan; i++)
-		if (s->span[i].key[0] == '\x01')
-			return 0;
-	return 1;
-}
-
-/* The same from a yajl tree, for lines the scan cannot record whole. */
+/* members_write from a yajl tree, for lines the scan cannot record whole. */
 static void
 members_tree(yajl_gen g, const char *line, const char *const *skip, int item)
 {
@@ -64,19 +50,13 @@ members_tree(yajl_gen g, const char *line, const char *const *skip, int item)
 }
 
 void
-members_copy(struct jscan *s, yajl_gen g, const char *line, size_t len,
-    const char *const *skip, int item)
+members_write(const struct jscan *s, yajl_gen g, const char *line,
+    size_t len, const char *const *skip, int item)
 {
-	static const char *const none[] = { NULL };
-	const char *const *deep = s->deep;
 	const struct json_span *sp;
-	char err[256];
-	int i, ib = -1, ip = -1, iu = -1, haveep = 0, ok;
+	int i, ib = -1, ip = -1, iu = -1, haveep = 0;
 
-	s->deep = none;		/* depth 1 alone: nothing below is copied apart */
-	ok = jscan_parse(s, line, len, err, sizeof(err)) == 0 && whole(s);
-	s->deep = deep;
-	if (!ok) {
+	if (!jscan_whole(s)) {
 		members_tree(g, line, skip, item);
 		return;
 	}
@@ -109,4 +89,23 @@ members_copy(struct jscan *s, yajl_gen g, const char *line, size_t len,
 		jout_key(g, "params");
 		jout_raw(g, line + sp->off, sp->len);
 	}
+}
+
+void
+members_copy(struct jscan *s, yajl_gen g, const char *line, size_t len,
+    const char *const *skip, int item)
+{
+	static const char *const none[] = { NULL };
+	const char *const *deep = s->deep;
+	char err[256];
+	int ok;
+
+	s->deep = none;		/* depth 1 alone: nothing below is copied apart */
+	ok = jscan_parse(s, line, len, err, sizeof(err)) == 0;
+	s->deep = deep;
+	if (!ok) {
+		members_tree(g, line, skip, item);
+		return;
+	}
+	members_write(s, g, line, len, skip, item);
 }

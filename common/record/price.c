@@ -36,19 +36,10 @@ price_find(const struct prices *ps, const char *model)
 	return at;
 }
 
-struct load {
-	struct prices	*ps;
-	int		 strict;
-	unsigned long	 nbad;
-};
-
-/* jsonl_each callback: one price line. */
+/* One price line, tree v, from r: 0 if taken, -1 if refused (reported). */
 static int
-take(void *arg, struct jsonl_reader *r, const char *line, size_t len,
-    yajl_val v)
+take(struct prices *ps, const struct jsonl_reader *r, yajl_val v)
 {
-	struct load *l = arg;
-	struct prices *ps = l->ps;
 	struct price *p;
 	yajl_val in, out;
 	const char *model = jtree_str(v, "model");
@@ -57,36 +48,50 @@ take(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 	in = jtree_get(v, "input_per_mtok");
 	out = jtree_get(v, "output_per_mtok");
 	if (model == NULL || !YAJL_IS_DOUBLE(in) || !YAJL_IS_DOUBLE(out) ||
-	    YAJL_GET_DOUBLE(in) < 0 || YAJL_GET_DOUBLE(out) < 0)
+	    YAJL_GET_DOUBLE(in) < 0 || YAJL_GET_DOUBLE(out) < 0) {
 		qb_lwarn(r->name, r->lineno, "expected \"model\" and numbers "
 		    "\"input_per_mtok\", \"output_per_mtok\" >= 0");
-	else if ((at = price_find(ps, model)) >= 0 &&
-	    strcmp(ps->p[at].model, model) == 0)
+		return -1;
+	}
+	if ((at = price_find(ps, model)) >= 0 &&
+	    strcmp(ps->p[at].model, model) == 0) {
 		qb_lwarn(r->name, r->lineno, "second price for model \"%s\"; "
 		    "the first one stands", model);
-	else {
-		ps->p = xreallocarray(ps->p, ps->n + 1, sizeof(*ps->p));
-		p = &ps->p[ps->n++];
-		p->model = xstrdup(model);
-		p->in = YAJL_GET_DOUBLE(in);
-		p->out = YAJL_GET_DOUBLE(out);
-		return 0;
+		return -1;
 	}
-	if (l->strict)
-		qb_die(QB_EX_DATAERR, "stopped at the first bad line (--strict)");
-	l->nbad++;
+	ps->p = xreallocarray(ps->p, ps->n + 1, sizeof(*ps->p));
+	p = &ps->p[ps->n++];
+	p->model = xstrdup(model);
+	p->in = YAJL_GET_DOUBLE(in);
+	p->out = YAJL_GET_DOUBLE(out);
 	return 0;
 }
 
-size_t
-prices_load(struct prices *ps, const char *path, int strict)
+int
+prices_load(struct prices *ps, const char *path, int strict,
+    unsigned long *nbad)
 {
-	struct load l = { ps, strict, 0 };
-	int rc;
+	struct jsonl_reader r;
+	struct jsonl_rec rec;
+	int ch, rc = 0;
 
-	if ((rc = jsonl_each(path, strict, take, &l, &l.nbad)) != 0)
-		exit(rc);	/* reported */
-	return l.nbad;
+	if (jsonl_open(&r, path) == -1) {
+		qb_warnsys("%s", strcmp(path, "-") == 0 ? "<stdin>" : path);
+		return QB_EX_NOINPUT;
+	}
+	r.parse = JSONL_TREE;
+	r.strict = strict;
+	while ((ch = jsonl_read(&r, &rec)) != JSONL_EOF) {
+		if (ch == JSONL_LINE && take(ps, &r, rec.tree) == -1)
+			ch = jsonl_reject(&r);
+		if (ch == JSONL_IOERR || ch == JSONL_STOP) {
+			rc = ch == JSONL_STOP ? QB_EX_DATAERR : QB_EX_IOERR;
+			break;
+		}
+	}
+	*nbad += r.nbad;
+	jsonl_close(&r);
+	return rc;
 }
 
 void

@@ -1,7 +1,7 @@
 /*
- * price.h: token prices for an outcome's cost_usd (DESIGN.md §3), read
- * from a JSONL file of {"model","input_per_mtok","output_per_mtok"} in
- * USD per million tokens (qb-reconcile --prices).
+ * price.h: token prices for an outcome's cost_usd (qb(7) RECORD
+ * FORMATS), read from a JSONL file of {"model","input_per_mtok",
+ * "output_per_mtok"} in USD per million tokens (qb-reconcile --prices).
  * SPDX-License-Identifier: ISC
  */
 #ifndef QB_PRICE_H
@@ -24,11 +24,14 @@ struct prices {
 /*
  * Add the prices in the file at path (plain or .gz, "-" for stdin) to ps.
  * A line that is not such an object, or that prices a model a second time
- * (the first stands), is reported as FILE:LINE and skipped, or, if
- * strict, ends the run with exit 65. Returns the number of lines skipped.
- * An unreadable file exits 66, a read error 74.
+ * (the first stands), is reported as FILE:LINE, skipped and counted in
+ * *nbad. Returns 0; or, reported: QB_EX_DATAERR when strict and a line
+ * was skipped (after "stopped at the first bad line (--strict)"),
+ * QB_EX_NOINPUT when path cannot be opened, QB_EX_IOERR on a read error.
+ * The prices read before a failure stay in ps.
  */
-size_t prices_load(struct prices *ps, const char *path, int strict);
+int prices_load(struct prices *ps, const char *path, int strict,
+    unsigned long *nbad);
 
 /*
  * Index into ps->p of the price for model: its own, else that of the

@@ -47,12 +47,15 @@ struct facts {
 	uint16_t	 x[4];
 };
 
-static void
+/* A line refused, and reported: 0, or under strict QB_EX_DATAERR, said. */
+static int
 reject(struct reqindex *ri)
 {
 	ri->nbad++;
-	if (ri->strict)
-		qb_die(QB_EX_DATAERR, "stopped at the first rejected line (--strict)");
+	if (!ri->strict)
+		return 0;
+	return qb_fail(QB_EX_DATAERR, "stopped at the first rejected line "
+	    "(--strict)");
 }
 
 void
@@ -90,21 +93,6 @@ reqindex_free(struct reqindex *ri)
 	buf_free(&ri->scan.strs);
 	buf_free(&ri->rl);
 	memset(ri, 0, sizeof(*ri));
-}
-
-/* Did jscan_parse record every member at depth 1 under its own key? (A
- * long key in the body does not matter: only "model" is looked up.) */
-static int
-scan_whole(const struct jscan *s)
-{
-	int i;
-
-	if (s->nspan == JSCAN_SPANS_MAX)
-		return 0;
-	for (i = 0; i < s->nspan; i++)
-		if (s->span[i].depth == 1 && s->span[i].key[0] == '\x01')
-			return 0;
-	return 1;
 }
 
 /*
@@ -180,7 +168,7 @@ facts(const struct reqindex *ri, const char *line, size_t len,
 
 	memset(f, 0, sizeof(*f));
 	*tree = NULL;
-	if (scan_whole(s)) {
+	if (jscan_whole(s)) {
 		if ((iid = jscan_find(s, -1, "custom_id")) < 0)
 			iid = jscan_find(s, -1, "id");
 		f->id = jscan_sval(s, iid);
@@ -221,43 +209,64 @@ model_index(struct reqindex *ri, const char *model)
 	    &isnew) + 1);
 }
 
+/* Add a request for the line of file f at offset off with facts ft. */
+static void
+add(struct reqindex *ri, size_t idx, const struct facts *ft,
+    const struct jsonl_reader *r, size_t len, size_t f, uint64_t off,
+    uint32_t tag)
+{
+	struct req *q;
+
+	if ((idx & (idx - 1)) == 0)
+		ri->req = xreallocarray(ri->req, idx ? idx * 2 : 1,
+		    sizeof(*ri->req));
+	q = &ri->req[idx];
+	memset(q, 0, sizeof(*q));
+	q->offlo = (uint32_t)off;
+	q->offhi = (uint16_t)(off >> 32);
+	q->len = (uint32_t)len;
+	q->line = (uint32_t)r->lineno;
+	q->tag = tag;
+	q->file = (uint16_t)f;
+	q->flags = (uint8_t)ft->flags;
+	q->model = model_index(ri, ft->model);
+	memcpy(q->x, ft->x, sizeof(q->x));
+}
+
 /*
- * Index one line of file f at offset off. Returns 1 if the line is now
- * in the index (a spool must keep it), 0 if not.
+ * Index one line of file f at offset off. *kept is 1 if the line is now
+ * in the index (a spool must keep it), else 0. Returns 0, or reject's
+ * status.
  */
 static int
 index_line(struct reqindex *ri, struct jsonl_reader *r, const char *line,
-    size_t len, size_t f, uint64_t off, uint32_t tag)
+    size_t len, size_t f, uint64_t off, uint32_t tag, int *kept)
 {
 	struct facts ft;
 	yajl_val tree = NULL;
 	struct req *q;
 	char err[256];
-	int isnew, rv = 0;
+	int isnew, rc = 0;
 	size_t idx;
 
-	if (jscan_parse(&ri->scan, line, len, err, sizeof(err)) == -1) {
-		qb_lwarn(r->name, r->lineno, "%s", err);
-		reject(ri);
-		return 0;
-	}
+	*kept = 0;
 	/*
 	 * Lines past what jscan_parse records are read as trees: bound them,
 	 * by the limits qb-pack and qb-submit --sync check too.
 	 */
-	if (jsonl_fits(line, len, err, sizeof(err)) == -1) {
+	if (jscan_parse(&ri->scan, line, len, err, sizeof(err)) == -1 ||
+	    jsonl_fits(line, len, err, sizeof(err)) == -1) {
 		qb_lwarn(r->name, r->lineno, "%s", err);
-		reject(ri);
-		return 0;
+		return reject(ri);
 	}
 	facts(ri, line, len, &ft, &tree);
 	if (ft.id == NULL || ft.idlen == 0 || memchr(ft.id, '\0', ft.idlen)) {
 		qb_lwarn(r->name, r->lineno, "no string \"custom_id\" or \"id\"");
-		reject(ri);
+		rc = reject(ri);
 	} else if (!ft.body) {
 		qb_lwarn(r->name, r->lineno, "no \"body\" or \"params\" for id \"%s\"",
 		    ft.id);
-		reject(ri);
+		rc = reject(ri);
 	} else if (idx = idmap_put(&ri->ids, ft.id, ft.idlen, &isnew), !isnew) {
 		q = &ri->req[idx];
 		if (tag != 0 && q->file != f)
@@ -266,52 +275,35 @@ index_line(struct reqindex *ri, struct jsonl_reader *r, const char *line,
 			qb_lwarn(r->name, r->lineno, "duplicate id \"%s\" (first at "
 			    "%s:%lu)", ft.id, ri->files[q->file].name,
 			    (unsigned long)q->line);
-			reject(ri);
+			rc = reject(ri);
 		}
 	} else {
-		if ((idx & (idx - 1)) == 0)
-			ri->req = xreallocarray(ri->req, idx ? idx * 2 : 1,
-			    sizeof(*ri->req));
-		q = &ri->req[idx];
-		memset(q, 0, sizeof(*q));
-		q->offlo = (uint32_t)off;
-		q->offhi = (uint16_t)(off >> 32);
-		q->len = (uint32_t)len;
-		q->line = (uint32_t)r->lineno;
-		q->tag = tag;
-		q->file = (uint16_t)f;
-		q->flags = (uint8_t)ft.flags;
-		q->model = model_index(ri, ft.model);
-		memcpy(q->x, ft.x, sizeof(q->x));
-		rv = 1;
+		add(ri, idx, &ft, r, len, f, off, tag);
+		*kept = 1;
 	}
 	yajl_tree_free(tree);
-	return rv;
+	return rc;
 }
 
-int
-reqindex_file(struct reqindex *ri, const char *path, uint32_t tag)
+/*
+ * File f of the index for path, read by r: where its lines are read
+ * again, a plain regular file in place, other input from an unlinked copy
+ * in TMPDIR (rf->spool). Returns 0, or QB_EX_OSERR, reported.
+ */
+static int
+rfile_open(struct reqindex *ri, const char *path, const struct jsonl_reader *r)
 {
-	struct jsonl_reader r;
 	struct rfile *rf;
 	struct stat st;
 	struct buf tpath = BUF_INIT;
 	unsigned char magic[2];
 	const char *tmp = getenv("TMPDIR");
-	char *line;
-	size_t len, f = ri->nfiles;
-	uint64_t off, soff = 0;
-	int fd = -1, ch;
+	int fd = -1, rc = 0;
 
-	if (f >= UINT16_MAX)
-		qb_die(QB_EX_SOFTWARE, "%s: more than %d request files", path,
-		    UINT16_MAX - 1);
-	if (jsonl_open(&r, path) == -1)
-		return -1;
-	ri->files = xreallocarray(ri->files, f + 1, sizeof(*ri->files));
-	rf = &ri->files[f];
+	ri->files = xreallocarray(ri->files, ri->nfiles + 1, sizeof(*ri->files));
+	rf = &ri->files[ri->nfiles];
 	memset(rf, 0, sizeof(*rf));
-	rf->name = xstrdup(r.name);
+	rf->name = xstrdup(r->name);
 	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY)) != -1 &&
 	    fstat(fd, &st) == 0) {
 		rf->dev = st.st_dev;
@@ -326,37 +318,81 @@ reqindex_file(struct reqindex *ri, const char *path, uint32_t tag)
 		buf_printf(&tpath, "%s/%s.XXXXXX", tmp != NULL && *tmp != '\0' ?
 		    tmp : "/tmp", qb_prog());
 		if ((fd = mkstemp(tpath.p)) == -1 ||
-		    (rf->spool = fdopen(fd, "w+")) == NULL)
-			qb_diesys(QB_EX_OSERR, "%s: cannot create a temporary file",
-			    tpath.p);
+		    (rf->spool = fdopen(fd, "w+")) == NULL) {
+			rc = qb_failsys(QB_EX_OSERR, "%s: cannot create a temporary "
+			    "file", tpath.p);
+			if (fd != -1) {
+				unlink(tpath.p);
+				close(fd);
+			}
+			free(rf->name);
+			buf_free(&tpath);
+			return rc;
+		}
 		unlink(tpath.p);
 		buf_free(&tpath);
 	}
 	rf->fd = fd;
 	ri->nfiles++;
-	while ((ch = jsonl_next(&r, &line, &len)) != JSONL_EOF) {
+	return 0;
+}
+
+/* Index every line of r as file f (rfile_open's); returns 0 or a status. */
+static int
+index_lines(struct reqindex *ri, struct jsonl_reader *r, size_t f,
+    uint32_t tag)
+{
+	struct rfile *rf = &ri->files[f];
+	struct jsonl_rec rec;
+	uint64_t off, soff = 0;
+	int ch, kept, rc;
+
+	while ((ch = jsonl_read(r, &rec)) != JSONL_EOF) {
 		if (ch == JSONL_IOERR)
-			qb_die(QB_EX_IOERR, "%s: cannot index the requests", r.name);
+			return qb_fail(QB_EX_IOERR, "%s: cannot index the requests",
+			    r->name);
 		if (ch == JSONL_BAD) {
-			reject(ri);
+			if ((rc = reject(ri)) != 0)
+				return rc;
 			continue;
 		}
-		if ((off = rf->spool ? soff : r.off) >> 48 != 0)
-			qb_die(QB_EX_SOFTWARE, "%s: over 256 TB", r.name);
-		if (!index_line(ri, &r, line, len, f, off, tag) || rf->spool == NULL)
+		if ((off = rf->spool ? soff : r->off) >> 48 != 0)
+			return qb_fail(QB_EX_SOFTWARE, "%s: over 256 TB", r->name);
+		if ((rc = index_line(ri, r, rec.line, rec.len, f, off, tag,
+		    &kept)) != 0)
+			return rc;
+		if (!kept || rf->spool == NULL)
 			continue;
-		if (fwrite(line, 1, len, rf->spool) != len ||
+		if (fwrite(rec.line, 1, rec.len, rf->spool) != rec.len ||
 		    putc('\n', rf->spool) == EOF)
-			qb_diesys(QB_EX_IOERR, "%s: cannot write a temporary copy",
-			    r.name);
-		soff += len + 1;
+			return qb_failsys(QB_EX_IOERR, "%s: cannot write a "
+			    "temporary copy", r->name);
+		soff += rec.len + 1;
 	}
 	if (rf->spool != NULL && fflush(rf->spool) == EOF)
-		qb_diesys(QB_EX_IOERR, "%s: cannot write a temporary copy", r.name);
-	qb_note(1, "%s: %lu lines read, %zu requests known", r.name, r.lineno,
-	    ri->ids.n);
-	jsonl_close(&r);
+		return qb_failsys(QB_EX_IOERR, "%s: cannot write a temporary copy",
+		    r->name);
 	return 0;
+}
+
+int
+reqindex_file(struct reqindex *ri, const char *path, uint32_t tag)
+{
+	struct jsonl_reader r;
+	size_t f = ri->nfiles;
+	int rc;
+
+	if (f >= UINT16_MAX)
+		return qb_fail(QB_EX_SOFTWARE, "%s: more than %d request files",
+		    path, UINT16_MAX - 1);
+	if (jsonl_open(&r, path) == -1)
+		return -1;
+	if ((rc = rfile_open(ri, path, &r)) == 0 &&
+	    (rc = index_lines(ri, &r, f, tag)) == 0)
+		qb_note(1, "%s: %lu lines read, %zu requests known", r.name,
+		    r.lineno, ri->ids.n);
+	jsonl_close(&r);
+	return rc;
 }
 
 size_t
@@ -392,13 +428,14 @@ reqindex_lines(struct reqindex *ri, const char *path, const uint32_t *line,
     size_t n, size_t *idx)
 {
 	struct jsonl_reader r;
+	struct jsonl_rec rec;
 	struct facts ft;
 	struct wanted *w;
 	yajl_val tree;
 	uint32_t *first;
-	char *p, err[256];
-	size_t len, i, k, at = 0;
-	int ch;
+	char err[256];
+	size_t i, k, at = 0;
+	int ch, rc = 0;
 
 	for (k = 0; k < n; k++)
 		idx[k] = (size_t)-1;
@@ -413,16 +450,19 @@ reqindex_lines(struct reqindex *ri, const char *path, const uint32_t *line,
 	/* The first line of path with each id: a later one is a duplicate,
 	 * which the index did not take. */
 	first = xcalloc(ri->ids.n + 1, sizeof(*first));
-	while (at < n && (ch = jsonl_next(&r, &p, &len)) != JSONL_EOF) {
+	while (at < n && (ch = jsonl_read(&r, &rec)) != JSONL_EOF) {
 		for (; at < n && w[at].line < r.lineno; at++)
 			;
-		if (ch == JSONL_IOERR)
-			qb_die(QB_EX_IOERR, "%s: cannot read the requests again",
-			    r.name);
-		if (ch == JSONL_BAD || jscan_parse(&ri->scan, p, len, err,
-		    sizeof(err)) == -1 || jsonl_fits(p, len, err, sizeof(err)) == -1)
+		if (ch == JSONL_IOERR) {
+			rc = qb_fail(QB_EX_IOERR, "%s: cannot read the requests "
+			    "again", r.name);
+			break;
+		}
+		if (ch == JSONL_BAD || jscan_parse(&ri->scan, rec.line, rec.len,
+		    err, sizeof(err)) == -1 || jsonl_fits(rec.line, rec.len, err,
+		    sizeof(err)) == -1)
 			continue;
-		facts(ri, p, len, &ft, &tree);
+		facts(ri, rec.line, rec.len, &ft, &tree);
 		i = ft.id != NULL && ft.body ? idmap_get(&ri->ids, ft.id,
 		    ft.idlen) : (size_t)-1;
 		yajl_tree_free(tree);
@@ -435,11 +475,12 @@ reqindex_lines(struct reqindex *ri, const char *path, const uint32_t *line,
 	free(first);
 	free(w);
 	jsonl_close(&r);
-	return 0;
+	return rc;
 }
 
-/* Read n bytes at offset at of request q's line into p. */
-static void
+/* Read n bytes at offset at of request q's line into p: 0, or
+ * QB_EX_IOERR, reported. */
+static int
 readat(const struct reqindex *ri, const struct req *q, size_t at, size_t n,
     char *p)
 {
@@ -451,9 +492,10 @@ readat(const struct reqindex *ri, const struct req *q, size_t at, size_t n,
 		if ((k = pread(rf->fd, p, n, (off_t)off)) <= 0) {
 			if (k == 0)
 				errno = EIO;
-			qb_diesys(QB_EX_IOERR, "%s:%lu: cannot read the request "
-			    "again", rf->name, (unsigned long)q->line);
+			return qb_failsys(QB_EX_IOERR, "%s:%lu: cannot read the "
+			    "request again", rf->name, (unsigned long)q->line);
 		}
+	return 0;
 }
 
 const char *
@@ -463,18 +505,20 @@ reqindex_line(struct reqindex *ri, size_t i)
 
 	buf_reset(&ri->rl);
 	buf_grow(&ri->rl, q->len);
-	readat(ri, q, 0, q->len, ri->rl.p);
+	if (readat(ri, q, 0, q->len, ri->rl.p) != 0)
+		return NULL;
 	ri->rl.len = q->len;
 	ri->rl.p[q->len] = '\0';
 	return ri->rl.p;
 }
 
-static void __attribute__((noreturn))
+/* Request q's line is not what was indexed: QB_EX_IOERR, reported. */
+static int
 changed(const struct reqindex *ri, const struct req *q, const char *err)
 {
-	qb_die(QB_EX_IOERR, "%s:%lu: the request changed since it was read%s%s",
-	    ri->files[q->file].name, (unsigned long)q->line, err ? ": " : "",
-	    err ? err : "");
+	return qb_fail(QB_EX_IOERR, "%s:%lu: the request changed since it was "
+	    "read%s%s", ri->files[q->file].name, (unsigned long)q->line,
+	    err ? ": " : "", err ? err : "");
 }
 
 /*
@@ -507,8 +551,8 @@ members(struct reqindex *ri, const char *p, yajl_gen g, int w[3])
 }
 
 /* The extra members of q alone: its ranges, read into "{" range ","
- * range "}" and scanned. */
-static void
+ * range "}" and scanned. Returns 0 or QB_EX_IOERR, reported. */
+static int
 emit_ranges(struct reqindex *ri, const struct req *q, yajl_gen g)
 {
 	struct buf *b = &ri->rl;
@@ -518,22 +562,26 @@ emit_ranges(struct reqindex *ri, const struct req *q, yajl_gen g)
 	buf_reset(b);
 	buf_grow(b, (size_t)q->x[1] + q->x[3] + 3);
 	b->p[b->len++] = '{';
-	readat(ri, q, q->x[0], q->x[1], b->p + b->len);
+	if (readat(ri, q, q->x[0], q->x[1], b->p + b->len) != 0)
+		return QB_EX_IOERR;
 	b->len += q->x[1];
 	if (q->x[1] > 0 && q->x[3] > 0)
 		b->p[b->len++] = ',';
-	readat(ri, q, (size_t)q->len - q->x[2] - q->x[3], q->x[3], b->p + b->len);
+	if (readat(ri, q, (size_t)q->len - q->x[2] - q->x[3], q->x[3],
+	    b->p + b->len) != 0)
+		return QB_EX_IOERR;
 	b->len += q->x[3];
 	b->p[b->len++] = '}';
 	b->p[b->len] = '\0';
 	if (jscan_parse(&ri->scan, b->p, b->len, err, sizeof(err)) == -1)
-		changed(ri, q, err);
+		return changed(ri, q, err);
 	members(ri, b->p, g, w);
+	return 0;
 }
 
 /* The whole line of q as a yajl tree: for lines jscan_parse cannot record
- * whole. */
-static void
+ * whole. Returns 0 or QB_EX_IOERR, reported. */
+static int
 emit_tree(struct reqindex *ri, const struct req *q, const char *line,
     yajl_gen g, int item)
 {
@@ -543,7 +591,7 @@ emit_tree(struct reqindex *ri, const struct req *q, const char *line,
 	int haveep = 0;
 
 	if ((v = jtree_parse0(line)) == NULL)
-		changed(ri, q, NULL);
+		return changed(ri, q, NULL);
 	for (i = 0; i < v->u.object.len; i++) {
 		key = v->u.object.keys[i];
 		if (strcmp(key, "body") == 0 ||
@@ -566,9 +614,10 @@ emit_tree(struct reqindex *ri, const struct req *q, const char *line,
 			jout_kval(g, "params", body);
 	}
 	yajl_tree_free(v);
+	return 0;
 }
 
-void
+int
 reqindex_emit(struct reqindex *ri, size_t idx, yajl_gen g, int item)
 {
 	const struct jscan *s = &ri->scan;
@@ -578,26 +627,23 @@ reqindex_emit(struct reqindex *ri, size_t idx, yajl_gen g, int item)
 	int w[3];
 
 	if (!item && !(q->flags & REQ_EXTRA))
-		return;
-	if (!item && (q->flags & REQ_RANGES)) {
-		emit_ranges(ri, q, g);
-		return;
-	}
-	line = reqindex_line(ri, idx);
+		return 0;
+	if (!item && (q->flags & REQ_RANGES))
+		return emit_ranges(ri, q, g);
+	if ((line = reqindex_line(ri, idx)) == NULL)
+		return QB_EX_IOERR;
 	if (jscan_parse(&ri->scan, line, q->len, err, sizeof(err)) == -1)
-		changed(ri, q, err);
-	if (!scan_whole(s)) {
-		emit_tree(ri, q, line, g, item);
-		return;
-	}
+		return changed(ri, q, err);
+	if (!jscan_whole(s))
+		return emit_tree(ri, q, line, g, item);
 	if ((w[0] = jscan_find(s, -1, "custom_id")) < 0)
 		w[0] = jscan_find(s, -1, "id");
 	if ((id = jscan_sval(s, w[0])) == NULL ||
 	    strcmp(id, idmap_key(&ri->ids, idx)) != 0)
-		changed(ri, q, NULL);
+		return changed(ri, q, NULL);
 	members(ri, line, g, w);
 	if (!item || w[0] < 0)
-		return;
+		return 0;
 	if (w[2] < 0 && w[1] >= 0) {
 		jout_key(g, "endpoint");
 		jout_raw(g, line + s->span[w[1]].off, s->span[w[1]].len);
@@ -609,4 +655,5 @@ reqindex_emit(struct reqindex *ri, size_t idx, yajl_gen g, int item)
 		jout_key(g, "params");
 		jout_raw(g, line + s->span[w[0]].off, s->span[w[0]].len);
 	}
+	return 0;
 }

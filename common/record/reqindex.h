@@ -39,7 +39,7 @@ struct reqindex {			/* after nbad: private */
 };
 
 /* own: NULL-terminated keys that are not extra members, kept by reference;
- * strict: die (exit 65) at the first rejected line. */
+ * strict: the first rejected line stops the indexing (QB_EX_DATAERR). */
 void reqindex_init(struct reqindex *ri, const char *const *own, int strict);
 void reqindex_free(struct reqindex *ri);	/* closes the files too */
 /*
@@ -49,8 +49,12 @@ void reqindex_free(struct reqindex *ri);	/* closes the files too */
  * string "custom_id" (else "id") or a "body" (else "params") and repeated
  * ids are reported (FILE:LINE) and counted in nbad; but with tag != 0 (0:
  * a user's file) an id indexed from another file just takes this tag.
- * Returns 0, or -1 with errno set if path cannot be opened. Dies on read
- * errors (exit 74) or if the copy cannot be made (71, 74).
+ * Returns 0; -1 with errno set and nothing said if path cannot be opened;
+ * else, reported: QB_EX_DATAERR (strict, after "stopped at the first
+ * rejected line (--strict)"), QB_EX_IOERR (a read error, or the copy could
+ * not be written), QB_EX_OSERR (no copy could be made), QB_EX_SOFTWARE
+ * (past 65534 files, or an offset past 256 TB). The requests indexed
+ * before a failure stay.
  */
 int reqindex_file(struct reqindex *ri, const char *path, uint32_t tag);
 /* The indexed file that path is (device and inode), or (size_t)-1. */
@@ -60,21 +64,23 @@ size_t reqindex_same(const struct reqindex *ri, const char *path);
  * (as a job's errors name them): idx[k] is the request whose id line[k]
  * holds, or (size_t)-1 if it holds none: a line rejected when indexed,
  * one past the end, or one whose id an earlier line of path has. Returns
- * 0, or -1 with errno set if path cannot be opened. Dies with 74 on a
- * read error.
+ * 0; -1 with errno set and nothing said if path cannot be opened; or
+ * QB_EX_IOERR on a read error, reported (idx filled as far as read).
  */
 int reqindex_lines(struct reqindex *ri, const char *path,
     const uint32_t *line, size_t n, size_t *idx);
 /* Request i's line again: req[i].len bytes and a NUL, owned by ri, valid
- * until its next call. Dies with 74 if it cannot be read. */
+ * until its next call; or NULL if it cannot be read, reported. */
 const char *reqindex_line(struct reqindex *ri, size_t i);
 /*
  * Write request i's extra members, copied as bytes, into a map the caller
  * opened on g; with item set, also "endpoint" (from "url"; Anthropic:
  * /v1/messages) unless it has one, "body", and Anthropic "params": an item
- * again. Without item only the extra members' bytes are read. Dies with 74
- * if the line cannot be read or changed since it was indexed.
+ * again. Without item only the extra members' bytes are read. Returns 0,
+ * or QB_EX_IOERR, reported, if the line cannot be read or changed since it
+ * was indexed ("FILE:LINE: the request changed since it was read"); g may
+ * then hold part of the members.
  */
-void reqindex_emit(struct reqindex *ri, size_t i, yajl_gen g, int item);
+int reqindex_emit(struct reqindex *ri, size_t i, yajl_gen g, int item);
 
 #endif

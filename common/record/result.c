@@ -125,59 +125,62 @@ errfields(struct result *r, const struct jscan *s, int e)
 static void account_level(struct result *);
 
 /*
- * OpenAI, OpenAI-compatible and vLLM lines (PROVIDERS.md §1.8, §1.9, §3):
- * response.status_code decides first, so that an error-file line with
- * "error": null and a 400 inside is an error; then the error object (or
- * vLLM's plain string). The error members of response.body.error win
- * over those of a top-level error.
+ * The response object at span ir of an OpenAI line: its request_id, its
+ * status_code and body, or (an old vLLM line, when the line has no error)
+ * the bare completion as the body. The body's usage and model fill r, and
+ * for a status that is not 2xx its error members. *ib is the body's span,
+ * or -1 for none. Returns 0, or -1 with a reason in err.
  */
 static int
-parse_openai(struct result_parser *p, struct result *r, char *err,
-    size_t errlen)
+openai_response(struct result_parser *p, struct result *r, int ir, int et,
+    int *ib, char *err, size_t errlen)
+{
+	const struct jscan *s = &p->line;
+	const struct json_span *b;
+	int isc, bt, e;
+
+	*ib = -1;
+	r->request_id = mstr(s, ir, "request_id");
+	if (mtype(s, ir, "status_code", &isc) != -1) {
+		r->http_status = mint(s, r->text, ir, "status_code");
+		if (r->http_status < 100 || r->http_status > 999)
+			return bad(err, errlen,
+			    "\"response.status_code\" is not an HTTP status");
+		if (mtype(s, ir, "body", ib) != JT_MAP)
+			*ib = -1;
+	} else if (et == -1 || et == JT_NULL)
+		*ib = ir;
+	if (*ib < 0)
+		return 0;
+	b = &s->span[*ib];
+	r->resp_off = b->off;
+	r->resp_len = b->len;
+	if (rescan(p, r, b->off, b->len, err, errlen) == -1)
+		return -1;
+	usage(r, &p->sub, r->text + b->off);
+	r->model = mstr(&p->sub, -1, "model");
+	if (r->http_status < 200 || r->http_status > 299) {
+		if ((bt = mtype(&p->sub, -1, "error", &e)) == JT_MAP)
+			errfields(r, &p->sub, e);
+		else if (bt == JT_STRING)
+			r->emsg = jscan_sval(&p->sub, e);
+	}
+	return 0;
+}
+
+/*
+ * An OpenAI line's status and outcome: by its HTTP status; else a body
+ * without one succeeded; else by its error (et: the error member's type),
+ * for a request that never ran (qb-providers(7), OPENAI "Output and error
+ * files", "Expired and cancelled batches"). Returns 0, or -1 with a reason
+ * in err when the line has neither a response nor an error.
+ */
+static int
+openai_outcome(struct result *r, int ib, int et, char *err, size_t errlen)
 {
 	static const char *const cancelled[] = { "batch_cancelled",
 	    "batch_canceled", "cancelled", "canceled", NULL };
-	const struct jscan *s = &p->line;
-	int ir, ie, isc, ib = -1, rt, et, bt, e;
-	const struct json_span *b;
 
-	rt = mtype(s, -1, "response", &ir);
-	et = mtype(s, -1, "error", &ie);
-	if (rt != -1 && rt != JT_NULL && rt != JT_MAP)
-		return bad(err, errlen, "\"response\" is neither an object nor null");
-	if (et != -1 && et != JT_NULL && et != JT_MAP && et != JT_STRING)
-		return bad(err, errlen, "\"error\" is neither an object, a string nor null");
-	if (et == JT_MAP)
-		errfields(r, s, ie);
-	else if (et == JT_STRING)
-		r->emsg = jscan_sval(s, ie);
-	if (rt == JT_MAP) {
-		r->request_id = mstr(s, ir, "request_id");
-		if (mtype(s, ir, "status_code", &isc) != -1) {
-			r->http_status = mint(s, r->text, ir, "status_code");
-			if (r->http_status < 100 || r->http_status > 999)
-				return bad(err, errlen,
-				    "\"response.status_code\" is not an HTTP status");
-			if (mtype(s, ir, "body", &ib) != JT_MAP)
-				ib = -1;
-		} else if (et == -1 || et == JT_NULL)
-			ib = ir;	/* old vLLM: the bare completion (§3) */
-	}
-	if (ib >= 0) {
-		b = &s->span[ib];
-		r->resp_off = b->off;
-		r->resp_len = b->len;
-		if (rescan(p, r, b->off, b->len, err, errlen) == -1)
-			return -1;
-		usage(r, &p->sub, r->text + b->off);
-		r->model = mstr(&p->sub, -1, "model");
-		if (r->http_status < 200 || r->http_status > 299) {
-			if ((bt = mtype(&p->sub, -1, "error", &e)) == JT_MAP)
-				errfields(r, &p->sub, e);
-			else if (bt == JT_STRING)
-				r->emsg = jscan_sval(&p->sub, e);
-		}
-	}
 	if (r->http_status >= 0) {
 		r->status = r->http_status >= 200 && r->http_status <= 299 ?
 		    RESULT_SUCCEEDED : RESULT_ERRORED;
@@ -186,7 +189,6 @@ parse_openai(struct result_parser *p, struct result *r, char *err,
 		r->status = RESULT_SUCCEEDED;
 		r->outcome = OUTCOME_DONE;
 	} else if (et == JT_MAP || et == JT_STRING) {
-		/* The request never ran (§1.8 shape 2, §1.9). */
 		if (r->ecode != NULL && strcmp(r->ecode, "batch_expired") == 0) {
 			r->status = RESULT_EXPIRED;
 			r->outcome = OUTCOME_RETRY;
@@ -199,17 +201,48 @@ parse_openai(struct result_parser *p, struct result *r, char *err,
 		}
 	} else
 		return bad(err, errlen, "neither a response nor an error");
-	/* A quota, billing or permission error is the account's (case 16). */
+	/* A quota, billing or permission error is the account's. */
 	if (r->status == RESULT_ERRORED)
 		account_level(r);
 	return 0;
 }
 
 /*
+ * OpenAI, OpenAI-compatible and vLLM lines (qb-providers(7), OPENAI
+ * "Output and error files"): response.status_code decides first, so that
+ * an error-file line with "error": null and a 400 inside is an error;
+ * then the error object (or vLLM's plain string). The error members of
+ * response.body.error win over those of a top-level error.
+ */
+static int
+parse_openai(struct result_parser *p, struct result *r, char *err,
+    size_t errlen)
+{
+	const struct jscan *s = &p->line;
+	int ir, ie, ib = -1, rt, et;
+
+	rt = mtype(s, -1, "response", &ir);
+	et = mtype(s, -1, "error", &ie);
+	if (rt != -1 && rt != JT_NULL && rt != JT_MAP)
+		return bad(err, errlen, "\"response\" is neither an object nor null");
+	if (et != -1 && et != JT_NULL && et != JT_MAP && et != JT_STRING)
+		return bad(err, errlen, "\"error\" is neither an object, a string nor null");
+	if (et == JT_MAP)
+		errfields(r, s, ie);
+	else if (et == JT_STRING)
+		r->emsg = jscan_sval(s, ie);
+	if (rt == JT_MAP &&
+	    openai_response(p, r, ir, et, &ib, err, errlen) == -1)
+		return -1;
+	return openai_outcome(r, ib, et, err, errlen);
+}
+
+/*
  * Account-level errors (billing, spend limits, "credit balance is too
- * low": case 16) say nothing about the request and should stop the run
- * instead of spending the item's attempts. Recognising them is a later
- * change; it belongs here, where an errored result is classified.
+ * low") say nothing about the request and should stop the run instead of
+ * spending the item's attempts (tests/0110-unit-result.t,
+ * tests/5000-qb-reconcile.t): they are recognised here, where an errored
+ * result is classified.
  */
 static void
 account_level(struct result *r)
@@ -218,7 +251,7 @@ account_level(struct result *r)
 	static const char *const kinds[] = { "billing_error", "permission_error",
 	    "authentication_error", "insufficient_quota", "billing_hard_limit_reached",
 	    "account_deactivated", NULL };
-	/* Messages that say the same under a generic type (case 16). */
+	/* Messages that say the same under a generic type. */
 	static const char *const words[] = { "credit balance", "billing",
 	    "quota", "payment", NULL };
 	const char *const *w;
@@ -238,11 +271,12 @@ account_level(struct result *r)
 }
 
 /*
- * Anthropic lines (PROVIDERS.md §2.5): result.type succeeded, errored,
- * canceled or expired. An errored result holds a whole ErrorResponse,
- * so its type and message sit at result.error.error; live data adds
- * "details" there and a request_id (null or a string) beside it. Batch
- * results carry no per-request HTTP status: http_status stays null.
+ * Anthropic lines (qb-providers(7), ANTHROPIC "Results"): result.type
+ * succeeded, errored, canceled or expired. An errored result holds a
+ * whole ErrorResponse, so its type and message sit at result.error.error;
+ * live data adds "details" there and a request_id (null or a string)
+ * beside it. Batch results carry no per-request HTTP status: http_status
+ * stays null.
  */
 static int
 parse_anthropic(struct result_parser *p, struct result *r, char *err,
@@ -299,9 +333,9 @@ parse_anthropic(struct result_parser *p, struct result *r, char *err,
 }
 
 /*
- * A qb result record (DESIGN.md §3), as qb-submit --sync writes it: the
- * status word and the error object are kept as they are; http_status
- * decides first, then the status word.
+ * A qb result record (qb(7) RECORD FORMATS), as qb-submit --sync writes
+ * it: the status word and the error object are kept as they are;
+ * http_status decides first, then the status word.
  */
 static int
 parse_qb(struct result_parser *p, struct result *r, char *err, size_t errlen)
@@ -403,12 +437,20 @@ int
 result_parse(struct result_parser *p, const char *line, size_t len,
     struct result *r, char *err, size_t errlen)
 {
+	/*
+	 * Only these members are read below the top level: the others (a
+	 * request's body, its meta) must not crowd the top level out of
+	 * the scan, whose members a caller may copy on (members.h).
+	 */
+	static const char *const deep[] = { "error", "response", "result",
+	    "usage", NULL };
 	const struct jscan *s = &p->line;
 	int iid;
 
 	memset(r, 0, sizeof(*r));
 	r->text = line;
 	r->http_status = r->in_tok = r->out_tok = -1;
+	p->line.deep = deep;
 	if (jscan_parse(&p->line, line, len, err, errlen) == -1)
 		return -1;
 	if ((iid = jscan_find(s, -1, "custom_id")) >= 0) {

@@ -15,7 +15,8 @@
 #include "json/jtree.h"
 
 enum result_kind { RESULT_OPENAI, RESULT_ANTHROPIC, RESULT_QB };
-/* The status words of a result record (DESIGN.md §3), plus "missing". */
+/* The status words of a result record (qb(7) RECORD FORMATS), plus
+ * "missing". */
 enum result_status { RESULT_SUCCEEDED, RESULT_ERRORED, RESULT_CANCELED,
 	RESULT_EXPIRED, RESULT_MISSING };
 enum result_outcome { OUTCOME_DONE, OUTCOME_RETRY, OUTCOME_DEAD };
@@ -48,7 +49,9 @@ struct result {
 
 /* Zero it (memset) before first use. */
 struct result_parser {
-	struct jscan	 line;	/* the whole line; callers may inspect it */
+	struct jscan	 line;	/* the whole line: every member at depth 1, at
+				   depth 2 those of error, response, result and
+				   usage; callers may inspect it */
 	struct jscan	 sub;	/* a response body or an error, scanned again */
 };
 
@@ -60,9 +63,11 @@ void result_parser_free(struct result_parser *p);
  * Parse the len bytes at line (NUL-terminated at len, as jsonl_next
  * gives it) into *r, whatever the provider:
  *   {"custom_id","response","error"}  OpenAI, OpenAI-compatible, vLLM
- *                                      (PROVIDERS.md §1.8, §1.9, §3);
- *   {"custom_id","result"}             Anthropic (§2.5);
- *   {"id","status",...}                a qb result record (DESIGN.md §3).
+ *                                      (qb-providers(7), OPENAI "Output
+ *                                      and error files");
+ *   {"custom_id","result"}             Anthropic (ANTHROPIC "Results");
+ *   {"id","status",...}                a qb result record (qb(7) RECORD
+ *                                      FORMATS).
  * The outcome: an HTTP status decides first (result_http_outcome), so a
  * line with "error": null and a 400 inside is dead; then the error:
  * batch_expired gives status expired, batch_cancelled canceled, both
@@ -93,8 +98,9 @@ int result_answer(struct result_parser *p, const char *body, size_t len,
 
 /*
  * The outcome an HTTP status calls for: 2xx done; 408, 409, 429 and 5xx
- * (529 included) retry, as the providers' SDKs retry (§1.11, §2.7); any
- * other status dead: sending the same request again cannot work.
+ * (529 included) retry, as the providers' SDKs retry (qb-providers(7),
+ * OPENAI "Errors", ANTHROPIC "Errors"); any other status dead: sending
+ * the same request again cannot work.
  */
 enum result_outcome result_http_outcome(long long status);
 
@@ -102,9 +108,10 @@ enum result_outcome result_http_outcome(long long status);
  * The outcome for an error that came without an HTTP status, from its
  * code and type (either may be NULL): the transient words server_error,
  * rate_limit_exceeded, rate_limit_error, timeout, timeout_error,
- * api_error, overloaded_error (OpenAI §1.11, Anthropic §2.5, §2.7) and
- * qb's connection_error (a synchronous call that got no answer) retry;
- * every other error, and none at all, is dead.
+ * api_error, overloaded_error (qb-providers(7), OPENAI "Errors",
+ * ANTHROPIC "Results" and "Errors") and qb's connection_error (a
+ * synchronous call that got no answer) retry; every other error, and
+ * none at all, is dead.
  */
 enum result_outcome result_error_outcome(const char *type, const char *code);
 

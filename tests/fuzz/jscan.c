@@ -1,13 +1,16 @@
 /*
  * jscan.c: libFuzzer harness for jscan_parse and the counts over its
  * spans, line by line. Every span must lie inside the line, and each
- * recorded member must be found again by its key.
+ * recorded member must be found again by its key; the members jscan_tree
+ * takes from the spans must parse as an object.
  * SPDX-License-Identifier: ISC
  */
 #include "fuzz.h"
 #include "json/jscan.h"
 
 static const char *const deep[] = { "body", "response", "error", NULL };
+static const char *const keys[] = { "batch_id", "results", "errors",
+	"error", "body", "a", NULL };
 
 static void
 line(const char *p, size_t len, void *arg)
@@ -15,6 +18,7 @@ line(const char *p, size_t len, void *arg)
 	struct jscan *s = arg;
 	const struct json_span *sp;
 	char err[128];
+	yajl_val v;
 	int i;
 
 	s->deep = (len & 1) ? deep : NULL;
@@ -35,6 +39,12 @@ line(const char *p, size_t len, void *arg)
 		jscan_sval(s, i);
 		jscan_array_len(p + sp->off, sp->len);
 		jscan_string_chars(p + sp->off, sp->len);
+	}
+	/* The line is NUL-terminated at len (fuzz.h), as jscan_tree needs. */
+	if ((v = jscan_tree(s, p, len, keys, err, sizeof(err))) != NULL) {
+		if (!YAJL_IS_OBJECT(v))
+			abort();
+		yajl_tree_free(v);
 	}
 }
 

@@ -1,8 +1,8 @@
 /*
  * jsonl.c: libFuzzer harness for the JSON Lines reader: the input as a
- * file (plain or gzip), read with jsonl_next and jsonl_tree, then again
- * with jsonl_each. A returned line must be NUL-terminated and hold no
- * line feed.
+ * file (plain or gzip), read with jsonl_next and jsonl_tree, then with
+ * jsonl_read (trees, strict), then with jsonl_each. A returned line must
+ * be NUL-terminated and hold no line feed; strict must stop, never exit.
  * SPDX-License-Identifier: ISC
  */
 #include "fuzz.h"
@@ -21,6 +21,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct jsonl_reader r;
+	struct jsonl_rec rec;
 	const char *path;
 	unsigned long nbad = 0;
 	char *line;
@@ -41,6 +42,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((v = jsonl_tree(&r, line, len)) != NULL)
 			yajl_tree_free(v);
 	}
+	jsonl_close(&r);
+	if (jsonl_open(&r, path) != 0)
+		abort();
+	r.parse = JSONL_TREE;
+	r.strict = 1;
+	while ((ch = jsonl_read(&r, &rec)) == JSONL_LINE)
+		if (rec.line[rec.len] != '\0' || !YAJL_IS_OBJECT(rec.tree))
+			abort();
+	if (ch != JSONL_EOF && ch != JSONL_IOERR && ch != JSONL_STOP)
+		abort();
 	jsonl_close(&r);
 	jsonl_each(path, 0, each, NULL, &nbad);
 	return 0;

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the JSONL reader (jsonl.c), the span scanner (json.c),
+ * Unit tests for the JSONL reader (jsonl.c), the span scanner (jscan.c),
  * custom_id rules and the id map (idmap.c), and SHA-256 (sha256.c).
  * SPDX-License-Identifier: ISC
  */
@@ -321,8 +321,132 @@ test_each(void)
 	fflush(stdout);
 	rc = jsonl_each("/nonexistent/qb-unit", 0, each, &b, &nbad);
 	TAP_OK(rc == QB_EX_NOINPUT && b.len == 0, "jsonl_each: a missing file is QB_EX_NOINPUT");
+	buf_reset(&b);
+	printf("# a bad line and the stop are expected to be reported below\n");
+	fflush(stdout);
+	nbad = 0;
+	rc = jsonl_each(path, 1, each, &b, &nbad);
+	TAP_OK(rc == QB_EX_DATAERR && nbad == 0, "jsonl_each: strict returns QB_EX_DATAERR");
+	tap_is(b.p, "1:a|", "jsonl_each: strict stops at the first bad line");
 	buf_free(&b);
 	unlink(path);
+}
+
+/* The pull loop: lines and trees from jsonl_read, the caller's rejects. */
+static void
+test_read(void)
+{
+	struct jsonl_reader r;
+	struct jsonl_rec rec;
+	struct buf b = BUF_INIT;
+	yajl_val took = NULL;
+	char *path;
+	int ch;
+
+	path = writefile("read", "{\"id\":\"a\"}\n[1]\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n",
+	    37);
+	TAP_OK(jsonl_open(&r, path) == 0, "jsonl_read: open");
+	r.parse = JSONL_TREE;
+	printf("# a bad line is expected to be reported below\n");
+	fflush(stdout);
+	while ((ch = jsonl_read(&r, &rec)) != JSONL_EOF) {
+		if (ch != JSONL_LINE) {
+			buf_printf(&b, "%lu:bad|", r.lineno);
+			continue;
+		}
+		if (rec.tree != r.tree || strlen(rec.line) != rec.len)
+			buf_puts(&b, "(mismatch)");
+		buf_printf(&b, "%lu:%s|", r.lineno, jtree_str(rec.tree, "id"));
+		if (strcmp(jtree_str(rec.tree, "id"), "b") == 0) {
+			took = rec.tree;	/* taken: not freed by the reader */
+			r.tree = NULL;
+		}
+	}
+	tap_is(b.p, "1:a|2:bad|3:b|4:c|", "jsonl_read: trees, a bad line in its place");
+	TAP_OK(r.nbad == 1 && took != NULL && strcmp(jtree_str(took, "id"), "b") == 0,
+	    "jsonl_read: bad lines counted; a tree taken stays");
+	yajl_tree_free(took);
+	jsonl_close(&r);
+
+	buf_reset(&b);
+	jsonl_open(&r, path);
+	r.parse = JSONL_TREE;
+	r.strict = 1;
+	printf("# a bad line and the stop are expected to be reported below\n");
+	fflush(stdout);
+	while ((ch = jsonl_read(&r, &rec)) == JSONL_LINE)
+		buf_printf(&b, "%lu|", r.lineno);
+	TAP_OK(ch == JSONL_STOP && strcmp(b.p, "1|") == 0,
+	    "jsonl_read: strict stops at the first bad line with JSONL_STOP");
+	jsonl_close(&r);
+
+	buf_reset(&b);
+	jsonl_open(&r, path);
+	while ((ch = jsonl_read(&r, &rec)) == JSONL_LINE)
+		buf_printf(&b, "%lu:%c|", r.lineno, rec.tree == NULL ? 'r' : 't');
+	tap_is(b.p, "1:r|2:r|3:r|4:r|", "jsonl_read: JSONL_RAW gives lines, no trees");
+	TAP_OK(jsonl_reject(&r) == JSONL_BAD && r.nbad == 1,
+	    "jsonl_reject: counted, and not strict goes on");
+	r.strict = 1;
+	printf("# the stop is expected to be reported below\n");
+	fflush(stdout);
+	TAP_OK(jsonl_reject(&r) == JSONL_STOP && r.nbad == 2,
+	    "jsonl_reject: strict stops");
+	jsonl_close(&r);
+	buf_free(&b);
+	unlink(path);
+}
+
+/* jscan_tree: the members asked for, as a tree, from a scan. */
+static void
+test_scan_tree(void)
+{
+	static const char *const keys[] = { "batch_id", "errors", "ended",
+	    "none", NULL };
+	const char *line = "{\"batch_id\":\"b\\u0031\",\"big\":{\"x\":[1,2,3]},"
+	    "\"errors\":{\"data\":[{\"line\":2}]},\"ended\":true}";
+	struct jscan s;
+	struct buf b = BUF_INIT;
+	char err[256];
+	yajl_val v, e;
+	int i;
+
+	memset(&s, 0, sizeof(s));
+	jscan_parse(&s, line, strlen(line), err, sizeof(err));
+	TAP_OK(jscan_whole(&s), "jscan_whole: a small record is whole");
+	v = jscan_tree(&s, line, strlen(line), keys, err, sizeof(err));
+	e = jtree_get(jtree_get(v, "errors"), "data");
+	TAP_OK(v != NULL && v->u.object.len == 3 &&
+	    strcmp(jtree_str(v, "batch_id"), "b1") == 0 && jtree_true(v, "ended") &&
+	    YAJL_IS_ARRAY(e) && e->u.array.len == 1 && jtree_get(v, "big") == NULL,
+	    "jscan_tree: the members asked for, and no other");
+	yajl_tree_free(v);
+
+	/* More members than a scan records: the record is parsed whole. */
+	buf_putc(&b, '{');
+	for (i = 0; i < JSCAN_SPANS_MAX + 2; i++)
+		buf_printf(&b, "\"k%d\":%d,", i, i);
+	buf_puts(&b, "\"batch_id\":\"late\"}");
+	jscan_parse(&s, b.p, b.len, err, sizeof(err));
+	v = jscan_tree(&s, b.p, b.len, keys, err, sizeof(err));
+	TAP_OK(!jscan_whole(&s) && v != NULL &&
+	    strcmp(jtree_str(v, "batch_id"), "late") == 0,
+	    "jscan_tree: a record the scan does not hold whole is parsed whole");
+	yajl_tree_free(v);
+
+	buf_reset(&b);
+	buf_puts(&b, "{\"batch_id\":\"b\",\"d\":");
+	for (i = 0; i <= JTREE_DEPTH_MAX; i++)
+		buf_putc(&b, '[');
+	for (i = 0; i <= JTREE_DEPTH_MAX; i++)
+		buf_putc(&b, ']');
+	buf_putc(&b, '}');
+	TAP_OK(jscan_parse(&s, b.p, b.len, err, sizeof(err)) == 0 &&
+	    jscan_tree(&s, b.p, b.len, keys, err, sizeof(err)) == NULL &&
+	    strcmp(err, "nested deeper than 512 levels") == 0,
+	    "jscan_tree: the nesting cap holds for the whole record");
+	buf_free(&b);
+	buf_free(&s.strs);
 }
 
 int
@@ -336,9 +460,11 @@ main(void)
 	test_ids();
 	test_sha256();
 	test_each();
+	test_read();
+	test_scan_tree();
 	{
 		static const char *const made[] = { "lf", "crlf", "nonl", "blank",
-		    "bom", "straddle", "long", "huge", "in.jsonl.gz", NULL };
+		    "bom", "straddle", "long", "huge", "in.jsonl.gz", "read", NULL };
 		const char *const *m;
 		char path[300];
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/exits.h"
 #include "record/price.h"
 #include "tap.h"
 
@@ -26,8 +27,8 @@ main(void)
 {
 	char path[] = "/tmp/qb-price.XXXXXX";
 	FILE *f;
-	int fd;
-	size_t bad;
+	unsigned long bad = 0;
+	int fd, rc;
 
 	if ((fd = mkstemp(path)) == -1 || (f = fdopen(fd, "w")) == NULL)
 		return 2;
@@ -40,9 +41,8 @@ main(void)
 	    f);
 	fclose(f);
 	fprintf(stderr, "# three lines are expected to be reported below\n");
-	bad = prices_load(&P, path, 0);
-	unlink(path);
-	TAP_OK(bad == 3, "three lines skipped: not JSON, a negative price, a second price");
+	rc = prices_load(&P, path, 0, &bad);
+	TAP_OK(rc == 0 && bad == 3, "three lines skipped: not JSON, a negative price, a second price");
 	TAP_OK(P.n == 3, "three prices kept");
 	TAP_OK(P.n >= 1 && P.p[0].in == 1.25 && P.p[0].out == 5,
 	    "the first price of gpt-4o stands");
@@ -56,5 +56,15 @@ main(void)
 	tap_is(priced(NULL), "-", "no model, no price");
 	prices_free(&P);
 	TAP_OK(P.n == 0 && P.p == NULL, "prices_free empties");
+	fprintf(stderr, "# then its first bad line under strict, and a missing file\n");
+	bad = 0;
+	rc = prices_load(&P, path, 1, &bad);
+	TAP_OK(rc == QB_EX_DATAERR && bad == 1 && P.n == 2,
+	    "strict: the first bad line returns 65, the prices before it kept");
+	prices_free(&P);
+	unlink(path);
+	bad = 0;
+	TAP_OK(prices_load(&P, path, 0, &bad) == QB_EX_NOINPUT && P.n == 0,
+	    "a missing file returns 66");
 	return tap_done();
 }

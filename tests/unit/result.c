@@ -105,7 +105,7 @@ openai(void)
 	    "{\"object\":\"list\",\"usage\":{\"prompt_tokens\":8,\"total_tokens\":8}}}}");
 	tap_is(brief(), "succeeded/done/200/8/0", "openai: embeddings usage");
 
-	/* a 4xx inside response, error null (qb-providers(7) OPENAI) */
+	/* An error-file line with "error": null and a 400 inside. */
 	parse("{\"id\":\"br1\",\"custom_id\":\"k1\",\"response\":{\"status_code\":400,"
 	    "\"request_id\":\"q1\",\"body\":{\"error\":{\"message\":\"max_tokens is too "
 	    "large\",\"type\":\"invalid_request_error\",\"param\":\"max_tokens\","
@@ -123,7 +123,8 @@ openai(void)
 	    "\"rate_limit_exceeded\"}}},\"error\":null}");
 	tap_is(brief(), "errored/retry/429/-1/-1", "openai: 429 retry");
 
-	/* requests of an expired batch (qb-providers(7) OPENAI) */
+	/* Requests an expired or cancelled batch never ran (qb-providers(7),
+	 * OPENAI "Expired and cancelled batches"). */
 	parse("{\"id\":\"r2\",\"custom_id\":\"x2\",\"response\":null,\"error\":{\"code\":"
 	    "\"batch_expired\",\"message\":\"not run\"}}");
 	tap_is(brief(), "expired/retry/-1/-1/-1", "openai: batch_expired is expired, retry");
