@@ -423,13 +423,16 @@ refuse(struct enq *E, struct jsonl_reader *r, const char *id, size_t len,
 	return why;
 }
 
-/* jsonl_each callback: send one item to the queue; -1 stops the input
- * with the status in E->rc. */
+/*
+ * Send the item v (len bytes at line, read from r) to the queue. Returns
+ * 0 (sent, skipped as already queued, or refused and reported), or the
+ * status that stops the input: QB_EX_DATAERR for a refusal under
+ * --strict, or the queue's failure (reported).
+ */
 static int
-enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
+enq_line(struct enq *E, struct jsonl_reader *r, const char *line, size_t len,
     yajl_val v)
 {
-	struct enq *E = arg;
 	struct run *R = E->R;
 	const char *id;
 	int skip;
@@ -437,18 +440,46 @@ enq_line(void *arg, struct jsonl_reader *r, const char *line, size_t len,
 	if ((id = jtree_str(v, "custom_id")) == NULL)
 		id = jtree_str(v, "id");
 	if (refuse(E, r, id, len, &skip) != NULL) {
-		if (R->o->strict) {
-			E->rc = QB_EX_DATAERR;
-			return -1;
-		}
+		if (R->o->strict)
+			return QB_EX_DATAERR;
 		R->rc = QB_EX_PARTIAL;
 		return 0;
 	}
-	if (skip)
+	if (skip) {
 		E->nskip++;
-	else if ((E->rc = R->q->send(R->q, line, len)) != 0)
-		return -1;	/* reported */
-	return 0;
+		return 0;
+	}
+	return R->q->send(R->q, line, len);
+}
+
+/*
+ * The items of path to the queue, staged. Returns 0 once read to its end,
+ * or the status that stopped it: QB_EX_NOINPUT, QB_EX_IOERR, QB_EX_DATAERR
+ * (--strict), said; or a send's failure, in E->rc, said.
+ */
+static int
+enq_file(struct enq *E, const char *path, unsigned long *nbad)
+{
+	struct jsonl_reader r;
+	struct jsonl_rec rec;
+	int ch, rc;
+
+	if ((rc = jsonl_start(&r, path, JSONL_TREE, E->R->o->strict)) != 0)
+		return rc;
+	while ((ch = jsonl_read(&r, &rec)) != JSONL_EOF) {
+		if (ch == JSONL_BAD)
+			continue;
+		if (ch != JSONL_LINE)
+			break;
+		if ((rc = enq_line(E, &r, rec.line, rec.len, rec.tree)) != 0) {
+			if (rc != QB_EX_DATAERR)
+				E->rc = rc;
+			break;
+		}
+	}
+	*nbad += r.nbad;
+	jsonl_close(&r);
+	return rc != 0 ? rc : jsonl_status(ch);
 }
 
 /*
@@ -474,8 +505,7 @@ enqueue(struct run *R, char **files, int nfiles)
 		rc = R->q->queued(R->q, &E.queued);
 	for (i = 0; i < (nfiles ? nfiles : 1) && rc == 0; i++) {
 		path = nfiles ? files[i] : "-";
-		if ((rc = jsonl_each(path, R->o->strict, enq_line, &E,
-		    &nbad)) == 0 && (rc = E.rc) == 0) {
+		if ((rc = enq_file(&E, path, &nbad)) == 0) {
 			rc = R->q->flush(R->q);
 			continue;
 		}

@@ -264,34 +264,24 @@ jsonl_read(struct jsonl_reader *r, struct jsonl_rec *rec)
 }
 
 int
-jsonl_each(const char *path, int strict, jsonl_fn fn, void *arg,
-    unsigned long *nbad)
+jsonl_start(struct jsonl_reader *r, const char *path, int parse, int strict)
 {
-	struct jsonl_reader r;
-	struct jsonl_rec rec;
-	int ch, rc = 0;
-
-	if (jsonl_open(&r, path) == -1) {
+	if (jsonl_open(r, path) == -1) {
 		qb_warnsys("%s", path == NULL || strcmp(path, "-") == 0 ?
 		    "<stdin>" : path);
 		return QB_EX_NOINPUT;
 	}
-	r.parse = JSONL_TREE;
-	r.strict = strict;
-	while ((ch = jsonl_read(&r, &rec)) != JSONL_EOF) {
-		if (ch == JSONL_IOERR || ch == JSONL_STOP) {
-			rc = ch == JSONL_STOP ? QB_EX_DATAERR : QB_EX_IOERR;
-			break;
-		}
-		if (ch == JSONL_BAD) {
-			(*nbad)++;
-			continue;
-		}
-		if ((ch = fn(arg, &r, rec.line, rec.len, rec.tree)) == 1)
-			r.tree = NULL;	/* fn keeps it */
-		if (ch < 0)
-			break;
-	}
-	jsonl_close(&r);
-	return rc;
+	r->parse = parse;
+	r->strict = strict;
+	return 0;
+}
+
+int
+jsonl_status(int ch)
+{
+	if (ch == JSONL_IOERR)
+		return QB_EX_IOERR;
+	if (ch == JSONL_STOP)
+		return QB_EX_DATAERR;
+	return 0;
 }

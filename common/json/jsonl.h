@@ -108,24 +108,19 @@ int jsonl_read(struct jsonl_reader *r, struct jsonl_rec *rec);
 int jsonl_reject(struct jsonl_reader *r);
 
 /*
- * Called by jsonl_each for each line that is a JSON object: rec is its
- * tree, line and len its bytes, r the reader (for r->name and r->lineno
- * in messages). Return 0 to go on (rec is freed after the call), 1 to go
- * on keeping rec (fn frees it later with yajl_tree_free), or -1 to stop
- * reading this input (rec is freed).
+ * jsonl_open for a loop of jsonl_read: path ("-" or NULL for standard
+ * input), with r->parse and r->strict set from parse and strict. Returns
+ * 0, or QB_EX_NOINPUT after reporting "path: reason" ("<stdin>" for
+ * standard input).
  */
-typedef int (*jsonl_fn)(void *arg, struct jsonl_reader *r, const char *line,
-    size_t len, yajl_val rec);
+int jsonl_start(struct jsonl_reader *r, const char *path, int parse,
+    int strict);
+
 /*
- * Read every line of path ("-" for standard input) with jsonl_read and
- * hand each object to fn. A line that is not an object is reported
- * (FILE:LINE) and counted in *nbad. Returns 0 (also when fn stopped);
- * QB_EX_DATAERR when strict and a line was refused (reported, and
- * "stopped at the first bad line (--strict)" said); QB_EX_NOINPUT when
- * path cannot be opened, QB_EX_IOERR when it could not be read to its
- * end: all reported, and the caller decides whether the run goes on.
+ * The exit status a jsonl_read loop ended with, from the value that ended
+ * it: 0 for JSONL_EOF (or a caller's own break on JSONL_LINE),
+ * QB_EX_IOERR for JSONL_IOERR, QB_EX_DATAERR for JSONL_STOP.
  */
-int jsonl_each(const char *path, int strict, jsonl_fn fn, void *arg,
-    unsigned long *nbad);
+int jsonl_status(int ch);
 
 #endif

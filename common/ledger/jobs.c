@@ -39,12 +39,15 @@ jobs_find(const struct jobs *js, const char *id)
 	return jobs_at(js, js->ix[i]);
 }
 
-/* jsonl_each callback: keep one job record. */
+/*
+ * Keep the job record rec (len bytes at line) read from rd: 1, with rec
+ * kept; 0 for an intent line (rec left to the reader); or the value
+ * jsonl_reject gives for a record without a batch_id (reported).
+ */
 static int
-add(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
+add(struct jobs *js, struct jsonl_reader *rd, const char *line, size_t len,
     yajl_val rec)
 {
-	struct jobs *js = arg;
 	struct jobrec *j;
 	const char *id = jtree_str(rec, "batch_id");
 	size_t i;
@@ -54,13 +57,7 @@ add(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
 		return 0;	/* qb-submit's note, not a job */
 	if (id == NULL || *id == '\0') {
 		qb_lwarn(rd->name, rd->lineno, "expected string for \"batch_id\"");
-		if (js->strict) {
-			js->fatal = qb_fail(QB_EX_DATAERR, "stopped at the "
-			    "first bad line (--strict)");
-			return -1;
-		}
-		js->nbad++;
-		return 0;
+		return jsonl_reject(rd);
 	}
 	if (js->nnames == 0 || strcmp(js->names[js->nnames - 1], rd->name) != 0) {
 		js->names = xreallocarray(js->names, js->nnames + 1,
@@ -84,12 +81,23 @@ add(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
 int
 jobs_read(struct jobs *js, const char *path)
 {
-	int rc;
+	struct jsonl_reader r;
+	struct jsonl_rec rec;
+	int ch, rc;
 
-	/* Any failure, jsonl_each's or add's, stops the run's reading. */
-	if ((rc = jsonl_each(path, js->strict, add, js, &js->nbad)) != 0)
+	if ((rc = jsonl_start(&r, path, JSONL_TREE, js->strict)) != 0)
 		return rc;
-	return js->fatal;
+	while ((ch = jsonl_read(&r, &rec)) != JSONL_EOF) {
+		if (ch == JSONL_LINE && (ch = add(js, &r, rec.line, rec.len,
+		    rec.tree)) == 1)
+			r.tree = NULL;	/* kept */
+		if (ch == JSONL_IOERR || ch == JSONL_STOP)
+			break;
+	}
+	js->nbad += r.nbad;
+	jsonl_close(&r);
+	/* A failure stops the run's reading. */
+	return jsonl_status(ch);
 }
 
 int

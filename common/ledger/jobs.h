@@ -32,7 +32,6 @@ struct jobs {
 	size_t		 nnames;
 	int		 strict;	/* a bad line stops the reading (65) */
 	unsigned long	 nbad;		/* lines rejected, each reported */
-	int		 fatal;		/* QB_EX_DATAERR once strict stopped */
 };
 
 /*

@@ -324,23 +324,20 @@ summary(const struct submit *r)
 	buf_free(&b);
 }
 
-/* jsonl_each callback: one pack record; -1 once the run must end. */
-static int
-take(void *arg, struct jsonl_reader *rd, const char *line, size_t len,
-    yajl_val rec)
+/* One pack record, rec, read from rd. */
+static void
+take(struct submit *r, struct jsonl_reader *rd, yajl_val rec)
 {
-	struct submit *r = arg;
 	const char *file;
 
 	if (!r->stop) {
 		submit(r, rd, rec);
-		return r->fatal ? -1 : 0;
+		return;
 	}
 	file = jtree_str(rec, "file");
 	qb_lwarn(rd->name, rd->lineno, "%s: not submitted (stopped after an "
 	    "earlier failure)", file != NULL ? file : "record");
 	r->nnot++;
-	return 0;
 }
 
 static void
@@ -376,15 +373,24 @@ submit_init(struct submit *r, const struct submit_opts *o, const char *ledger)
 int
 submit_file(struct submit *r, const char *path)
 {
-	int rc;
+	struct jsonl_reader rd;
+	struct jsonl_rec rec;
+	int ch = JSONL_EOF, rc;
 
-	if ((rc = jsonl_each(path, r->o->strict, take, r, &r->nrej)) != 0) {
-		/* --strict's bad line: the run ends as for a bad record. */
-		if (rc == QB_EX_DATAERR)
-			r->fatal = rc;
+	if ((rc = jsonl_start(&rd, path, JSONL_TREE, r->o->strict)) != 0)
 		return rc;
+	while (!r->fatal && (ch = jsonl_read(&rd, &rec)) != JSONL_EOF) {
+		if (ch == JSONL_LINE)
+			take(r, &rd, rec.tree);
+		else if (ch != JSONL_BAD)
+			break;
 	}
-	return r->fatal;
+	r->nrej += rd.nbad;
+	jsonl_close(&rd);
+	/* --strict's bad line: the run ends as for a bad record. */
+	if ((rc = jsonl_status(ch)) == QB_EX_DATAERR)
+		r->fatal = rc;
+	return r->fatal ? r->fatal : rc;
 }
 
 int

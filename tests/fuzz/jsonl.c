@@ -1,21 +1,12 @@
 /*
  * jsonl.c: libFuzzer harness for the JSON Lines reader: the input as a
  * file (plain or gzip), read with jsonl_next and jsonl_tree, then with
- * jsonl_read (trees, strict), then with jsonl_each. A returned line must
+ * jsonl_read (trees, strict), then opened by jsonl_start. A returned line must
  * be NUL-terminated and hold no line feed; strict must stop, never exit.
  * SPDX-License-Identifier: ISC
  */
 #include "fuzz.h"
 #include "json/jsonl.h"
-
-static int
-each(void *arg, struct jsonl_reader *r, const char *line, size_t len,
-    yajl_val rec)
-{
-	if (line[len] != '\0' || !YAJL_IS_OBJECT(rec))
-		abort();
-	return 0;
-}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -53,6 +44,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ch != JSONL_EOF && ch != JSONL_IOERR && ch != JSONL_STOP)
 		abort();
 	jsonl_close(&r);
-	jsonl_each(path, 0, each, NULL, &nbad);
+	if (jsonl_start(&r, path, JSONL_RAW, 0) != 0)
+		abort();
+	while ((ch = jsonl_read(&r, &rec)) != JSONL_EOF && ch != JSONL_IOERR)
+		nbad += ch == JSONL_BAD;
+	if (nbad != r.nbad)
+		abort();
+	jsonl_close(&r);
 	return 0;
 }

@@ -280,54 +280,47 @@ test_sha256(void)
 	    "sha256 of a million a's, fed byte by byte");
 }
 
-/* jsonl_each callback: note each id; keep the tree of "k", stop at "s". */
-static yajl_val kept;
-static int
-each(void *arg, struct jsonl_reader *r, const char *line, size_t len,
-    yajl_val rec)
-{
-	struct buf *b = arg;
-	const char *id = jtree_str(rec, "id");
-
-	buf_printf(b, "%lu:%s|", r->lineno, id != NULL ? id : "?");
-	if (id != NULL && strcmp(id, "k") == 0) {
-		kept = rec;
-		return 1;
-	}
-	return id != NULL && strcmp(id, "s") == 0 ? -1 : 0;
-}
-
+/* jsonl_start and jsonl_status: the frame of every tool's loop. */
 static void
-test_each(void)
+test_start(void)
 {
+	struct jsonl_reader r;
+	struct jsonl_rec rec;
 	struct buf b = BUF_INIT;
-	unsigned long nbad = 0;
 	char *path;
-	int rc;
+	int ch, rc;
 
 	path = writefile("each", "{\"id\":\"a\"}\n[1]\n\n{\"id\":\"k\"}\nnot json\n"
-	    "{\"id\":\"s\"}\n{\"id\":\"never\"}\n", 62);
+	    "{\"id\":\"s\"}\n", 47);
 	printf("# two bad lines are expected to be reported below\n");
 	fflush(stdout);
-	rc = jsonl_each(path, 0, each, &b, &nbad);
-	TAP_OK(rc == 0, "jsonl_each: 0 at the end or when fn stops");
-	tap_is(b.p, "1:a|4:k|6:s|", "jsonl_each: objects only, with their line numbers; -1 stops");
-	TAP_OK(nbad == 2, "jsonl_each: two bad lines counted");
-	TAP_OK(kept != NULL && strcmp(jtree_str(kept, "id"), "k") == 0,
-	    "jsonl_each: a tree fn kept (1) is not freed");
-	yajl_tree_free(kept);
-	buf_reset(&b);
+	rc = jsonl_start(&r, path, JSONL_TREE, 0);
+	TAP_OK(rc == 0 && r.parse == JSONL_TREE && r.strict == 0,
+	    "jsonl_start: opened, parse and strict set");
+	while ((ch = jsonl_read(&r, &rec)) != JSONL_EOF)
+		if (ch == JSONL_LINE)
+			buf_printf(&b, "%lu:%s|", r.lineno,
+			    jtree_str(rec.tree, "id"));
+	tap_is(b.p, "1:a|4:k|6:s|", "jsonl_start: objects only, with their line numbers");
+	TAP_OK(r.nbad == 2 && jsonl_status(ch) == 0,
+	    "jsonl_start: two bad lines counted; the end is status 0");
+	jsonl_close(&r);
 	printf("# a missing file is expected to be reported below\n");
 	fflush(stdout);
-	rc = jsonl_each("/nonexistent/qb-unit", 0, each, &b, &nbad);
-	TAP_OK(rc == QB_EX_NOINPUT && b.len == 0, "jsonl_each: a missing file is QB_EX_NOINPUT");
-	buf_reset(&b);
+	TAP_OK(jsonl_start(&r, "/nonexistent/qb-unit", JSONL_RAW, 0) ==
+	    QB_EX_NOINPUT, "jsonl_start: a missing file is QB_EX_NOINPUT");
 	printf("# a bad line and the stop are expected to be reported below\n");
 	fflush(stdout);
-	nbad = 0;
-	rc = jsonl_each(path, 1, each, &b, &nbad);
-	TAP_OK(rc == QB_EX_DATAERR && nbad == 0, "jsonl_each: strict returns QB_EX_DATAERR");
-	tap_is(b.p, "1:a|", "jsonl_each: strict stops at the first bad line");
+	buf_reset(&b);
+	jsonl_start(&r, path, JSONL_TREE, 1);
+	while ((ch = jsonl_read(&r, &rec)) == JSONL_LINE)
+		buf_printf(&b, "%lu:%s|", r.lineno, jtree_str(rec.tree, "id"));
+	TAP_OK(ch == JSONL_STOP && jsonl_status(ch) == QB_EX_DATAERR,
+	    "jsonl_status: a strict stop is QB_EX_DATAERR");
+	tap_is(b.p, "1:a|", "jsonl_start: strict stops at the first bad line");
+	TAP_OK(jsonl_status(JSONL_IOERR) == QB_EX_IOERR,
+	    "jsonl_status: a read error is QB_EX_IOERR");
+	jsonl_close(&r);
 	buf_free(&b);
 	unlink(path);
 }
@@ -459,7 +452,7 @@ main(void)
 	test_scan();
 	test_ids();
 	test_sha256();
-	test_each();
+	test_start();
 	test_read();
 	test_scan_tree();
 	{
