@@ -201,7 +201,7 @@ retire(struct run *R, struct qbatch *b)
 			yajl_tree_free(v);
 			qb_warn("message %s received %ld times: dead-lettered",
 			    m->id, m->receives);
-			if (deadletter_put(&R->dead, R->g) == 0) {
+			if (settle_deadletter(&R->dead, R->g) == 0) {
 				*qmsg_add(&dead) = *m;
 				continue;
 			}
@@ -248,7 +248,7 @@ handone(struct run *R, struct qmsg *m)
 	if ((cid = jtree_str(v, "custom_id")) == NULL &&
 	    (cid = jtree_str(v, "id")) == NULL)
 		cid = m->id;
-	if (cid != NULL && (why = id_check(cid, strlen(cid))) != NULL)
+	if (cid != NULL && (why = idmap_check_id(cid, strlen(cid))) != NULL)
 		snprintf(err, sizeof(err), "%s", why);
 	yajl_tree_free(v);
 	if (why != NULL ||
@@ -397,7 +397,7 @@ refuse(struct enq *E, struct jsonl_reader *r, const char *id, size_t len,
 	int isnew;
 
 	*skip = 0;
-	if (id != NULL && (why = id_check(id, strlen(id))) != NULL)
+	if (id != NULL && (why = idmap_check_id(id, strlen(id))) != NULL)
 		qb_lwarn(r->name, r->lineno, "%s", why);
 	else if (id != NULL &&
 	    (idmap_put(&E->ids, id, strlen(id), &isnew), !isnew)) {
@@ -581,7 +581,7 @@ options(struct opts *o, int argc, char *argv[])
 			o->commit = 1;
 			break;
 		case 'n':
-			o->count = (long)qb_strtonum(optarg, 1, 10000000, &e);
+			o->count = (long)num_strtonum(optarg, 1, 10000000, &e);
 			break;
 		case 'o':
 			o->out = optarg;
@@ -590,7 +590,7 @@ options(struct opts *o, int argc, char *argv[])
 			o->queue = optarg;
 			break;
 		case 't':
-			o->timeout = qb_parse_seconds(optarg, &e);
+			o->timeout = num_seconds(optarg, &e);
 			break;
 		case OPT_DL:
 			o->dl = optarg;
@@ -602,14 +602,14 @@ options(struct opts *o, int argc, char *argv[])
 			o->enqueue = 1;
 			break;
 		case OPT_MAXR:
-			o->maxr = (long)qb_strtonum(optarg, 1, 1000000, &e);
+			o->maxr = (long)num_strtonum(optarg, 1, 1000000, &e);
 			break;
 		case OPT_RECV:
-			o->receivers = (long)qb_strtonum(optarg, 1,
+			o->receivers = (long)num_strtonum(optarg, 1,
 			    SQS_RECEIVERS_MAX, &e);
 			break;
 		case OPT_RDELAY:
-			o->rdelay = qb_parse_seconds(optarg, &e);
+			o->rdelay = num_seconds(optarg, &e);
 			break;
 		case OPT_SETTLE:
 			o->settle = 1;
@@ -618,12 +618,12 @@ options(struct opts *o, int argc, char *argv[])
 			o->strict = 1;
 			break;
 		case OPT_VIS:
-			o->vis = qb_parse_seconds(optarg, &e);
+			o->vis = num_seconds(optarg, &e);
 			if (e == NULL && o->vis > SQS_VIS_MAX)
 				e = "more than 43200 (12 hours)";
 			break;
 		case OPT_WAIT:
-			o->wait = qb_parse_seconds(optarg, &e);
+			o->wait = num_seconds(optarg, &e);
 			if (e == NULL && o->wait > SQS_WAIT_MAX)
 				e = "more than 20";
 			break;

@@ -564,7 +564,7 @@ options(struct opts *o, int argc, char *argv[])
 
 	memset(o, 0, sizeof(*o));
 	if ((env = getenv("QB_MAX_LINE_BYTES")) != NULL && *env != '\0') {
-		o->max_line = qb_parse_bytes(env, 1LL << 50, &errstr);
+		o->max_line = num_bytes(env, 1LL << 50, &errstr);
 		if (errstr != NULL)
 			qb_die(QB_EX_CONFIG, "QB_MAX_LINE_BYTES \"%s\" is %s", env,
 			    errstr);
@@ -572,7 +572,7 @@ options(struct opts *o, int argc, char *argv[])
 	while ((ch = getopt_long(argc, argv, "b:d:e:hn:p:qVv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'b':
-			o->max_bytes = qb_parse_bytes(optarg, 1LL << 50, &errstr);
+			o->max_bytes = num_bytes(optarg, 1LL << 50, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--max-bytes %s: %s", optarg, errstr);
 			break;
@@ -586,13 +586,14 @@ options(struct opts *o, int argc, char *argv[])
 				    "/v1/chat/completions", optarg);
 			break;
 		case 'L':
-			o->max_line = qb_parse_bytes(optarg, 1LL << 50, &errstr);
+			o->max_line = num_bytes(optarg, 1LL << 50, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--max-line-bytes %s: %s", optarg,
 				    errstr);
 			break;
 		case 'n':
-			o->max_requests = qb_strtonum(optarg, 1, 1LL << 40, &errstr);
+			o->max_requests = num_strtonum(optarg, 1, 1LL << 40,
+			    &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--max-requests %s: %s", optarg, errstr);
 			break;

@@ -503,7 +503,7 @@ options(struct opts *o, int argc, char *argv[], char ***files)
 			o->ledger = optarg;
 			break;
 		case 't':
-			o->timeout = qb_parse_seconds(optarg, &errstr);
+			o->timeout = num_seconds(optarg, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--timeout %s: %s", optarg,
 				    errstr);
@@ -512,7 +512,7 @@ options(struct opts *o, int argc, char *argv[], char ***files)
 			o->wait = 1;
 			break;
 		case OPT_INTERVAL:
-			o->interval = qb_parse_seconds(optarg, &errstr);
+			o->interval = num_seconds(optarg, &errstr);
 			if (errstr == NULL && o->interval <= 0)
 				errstr = "too small";
 			if (errstr != NULL)

@@ -396,7 +396,7 @@ options(struct opts *o, int argc, char *argv[], char ***files)
 			o->unknown = 1;
 			break;
 		case OPT_OLDER:
-			o->older = qb_parse_seconds(optarg, &errstr);
+			o->older = num_seconds(optarg, &errstr);
 			if (errstr != NULL)
 				qb_die(QB_EX_USAGE, "--older-than %s: %s",
 				    optarg, errstr);

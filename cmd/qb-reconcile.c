@@ -431,7 +431,7 @@ main(int argc, char *argv[])
 	memset(&R, 0, sizeof(R));
 	R.o = &o;
 	if (o.prices != NULL)
-		st = prices_load(&prices, o.prices, o.strict, &npbad);
+		st = price_load(&prices, o.prices, o.strict, &npbad);
 	if (st == 0 && (st = recon_init(&R.rc, o.req, o.nreq, &prices,
 	    o.strict)) == 0) {
 		R.rc.unbuffered = o.unbuffered;
@@ -451,7 +451,7 @@ main(int argc, char *argv[])
 		fflush(stdout);	/* what was written before the stop stands */
 	if (R.rc.g != NULL)	/* recon_init ran */
 		recon_free(&R.rc);
-	prices_free(&prices);
+	price_free(&prices);
 	free(o.req);
 	return st;
 }

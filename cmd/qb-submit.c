@@ -94,24 +94,24 @@ syncopt(struct opts *o, int ch, const char *arg)
 	switch (ch) {
 	case OPT_ARRAY:
 		name = "--array";
-		o->so.array = (int)qb_strtonum(arg, 1, 1000000, &errstr);
+		o->so.array = (int)num_strtonum(arg, 1, 1000000, &errstr);
 		break;
 	case OPT_ARRAYTOK:
 		name = "--array-tokens";
-		o->so.array_tokens = qb_strtonum(arg, 1, 1LL << 50, &errstr);
+		o->so.array_tokens = num_strtonum(arg, 1, 1LL << 50, &errstr);
 		break;
 	case OPT_CONC:
 		name = "--concurrency";
-		o->so.concurrency = (int)qb_strtonum(arg, 1, 10000, &errstr);
+		o->so.concurrency = (int)num_strtonum(arg, 1, 10000, &errstr);
 		break;
 	case OPT_DEADLINE:
 		name = "--deadline";
-		o->so.deadline = qb_parse_seconds(arg, &errstr);
+		o->so.deadline = num_seconds(arg, &errstr);
 		break;
 	case OPT_RPM:
 	case OPT_TPM:
 		name = ch == OPT_RPM ? "--rpm" : "--tpm";
-		d = (double)qb_strtonum(arg, 0, 1LL << 50, &errstr);
+		d = (double)num_strtonum(arg, 0, 1LL << 50, &errstr);
 		if (ch == OPT_RPM)
 			o->so.rpm = d;
 		else
@@ -119,7 +119,8 @@ syncopt(struct opts *o, int ch, const char *arg)
 		break;
 	case OPT_UNKNOWN:
 		name = "--unknown-retries";
-		o->so.unknown_retries = (int)qb_strtonum(arg, 0, 1000000, &errstr);
+		o->so.unknown_retries = (int)num_strtonum(arg, 0, 1000000,
+		    &errstr);
 		break;
 	default:
 		o->so.metrics = arg;
@@ -138,15 +139,15 @@ batchopt(struct opts *o, int ch, const char *arg)
 	switch (ch) {
 	case OPT_BUDGET:
 		name = "--token-budget";
-		o->su.budget = qb_strtonum(arg, 0, 1LL << 50, &errstr);
+		o->su.budget = num_strtonum(arg, 0, 1LL << 50, &errstr);
 		break;
 	case OPT_WAIT:
 		name = "--wait-budget";
-		o->su.wait = qb_parse_seconds(arg, &errstr);
+		o->su.wait = num_seconds(arg, &errstr);
 		break;
 	default:
 		name = "--lookback";
-		o->su.lookback = qb_parse_seconds(arg, &errstr);
+		o->su.lookback = num_seconds(arg, &errstr);
 	}
 	if (errstr != NULL)
 		qb_die(QB_EX_USAGE, "%s %s: %s", name, arg, errstr);
@@ -166,13 +167,13 @@ defaults(struct opts *o)
 	o->su.lookback = 48 * 3600;
 	o->su.grace = 600;
 	if ((env = getenv("QB_CREATE_GRACE")) != NULL && *env != '\0') {
-		o->su.grace = qb_parse_seconds(env, &errstr);
+		o->su.grace = num_seconds(env, &errstr);
 		if (errstr != NULL)
 			qb_die(QB_EX_CONFIG, "QB_CREATE_GRACE \"%s\" is %s", env,
 			    errstr);
 	}
 	if ((env = getenv("QB_TOKEN_BUDGET")) != NULL && *env != '\0') {
-		o->su.budget = qb_strtonum(env, 0, 1LL << 50, &errstr);
+		o->su.budget = num_strtonum(env, 0, 1LL << 50, &errstr);
 		if (errstr != NULL)
 			qb_die(QB_EX_CONFIG, "QB_TOKEN_BUDGET \"%s\" is %s", env,
 			    errstr);

@@ -140,7 +140,7 @@ afile_open(struct afile *a, const char *path)
 }
 
 int
-fsync_dir(const char *path)
+afile_fsync_dir(const char *path)
 {
 	char *d = xmalloc(strlen(path) + 2), *s;
 	int fd, rc;
@@ -185,7 +185,7 @@ afile_commit(struct afile *a, const char *newpath)
 		e = errno;
 		rc = -1;
 	}
-	if (rc == 0 && fsync_dir(dst) != 0) {
+	if (rc == 0 && afile_fsync_dir(dst) != 0) {
 		e = errno;
 		rc = -1;
 	}

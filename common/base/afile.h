@@ -44,6 +44,6 @@ void afile_temp_del(const char *path);
  */
 int afile_need_dir(const char *dir);
 /* fsync the directory holding path; returns 0 or -1 with errno set. */
-int fsync_dir(const char *path);
+int afile_fsync_dir(const char *path);
 
 #endif

@@ -9,7 +9,7 @@
 #include "base/xmem.h"
 
 const char *
-id_check(const char *id, size_t n)
+idmap_check_id(const char *id, size_t n)
 {
 	size_t i;
 

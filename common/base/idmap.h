@@ -24,7 +24,7 @@
  * ANTHROPIC "Create"). Returns NULL if valid, else a
  * static reason such as "custom_id longer than 64 characters".
  */
-const char *id_check(const char *id, size_t n);
+const char *idmap_check_id(const char *id, size_t n);
 
 struct idmap {
 	struct buf	 keys;		/* NUL-terminated ids, back to back */

@@ -186,6 +186,17 @@ qb_bug(const char *fmt, ...)
 	qb_die(QB_EX_SOFTWARE, "internal error: %s", text);
 }
 
+int
+qb_reason(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
 void
 qb_atend(void (*fn)(void))
 {

@@ -51,6 +51,12 @@ void qb_oom(size_t n) __attribute__((noreturn));
  * "internal error: ..." and exit QB_EX_SOFTWARE.
  */
 void qb_bug(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/*
+ * Write the reason fmt into err (errlen bytes, cut to fit) for a caller
+ * to report, and return -1: "return qb_reason(err, errlen, ...)".
+ */
+int qb_reason(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Run fn when the process ends by exit(3), from main or from qb_die. */
 void qb_atend(void (*fn)(void));
 

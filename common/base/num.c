@@ -10,7 +10,7 @@
 #include "base/num.h"
 
 long long
-qb_strtonum(const char *s, long long min, long long max, const char **errstr)
+num_strtonum(const char *s, long long min, long long max, const char **errstr)
 {
 	char *end;
 	long long v;
@@ -35,7 +35,7 @@ qb_strtonum(const char *s, long long min, long long max, const char **errstr)
 }
 
 long long
-qb_parse_bytes(const char *s, long long max, const char **errstr)
+num_bytes(const char *s, long long max, const char **errstr)
 {
 	char *end;
 	long long v, mul = 1;
@@ -85,7 +85,7 @@ qb_parse_bytes(const char *s, long long max, const char **errstr)
 }
 
 double
-qb_parse_seconds(const char *s, const char **errstr)
+num_seconds(const char *s, const char **errstr)
 {
 	char *end;
 	double v;

@@ -11,20 +11,20 @@
  * *errstr to NULL; on failure returns 0 and sets *errstr to "invalid",
  * "too small" or "too large" (static strings).
  */
-long long qb_strtonum(const char *s, long long min, long long max,
+long long num_strtonum(const char *s, long long min, long long max,
     const char **errstr);
 
 /*
  * Parse a byte count in [1, max]: digits with an optional suffix k, M or G
  * (powers of 1000, as providers state their limits: 200 MB = 200000000).
- * Errors as qb_strtonum.
+ * Errors as num_strtonum.
  */
-long long qb_parse_bytes(const char *s, long long max, const char **errstr);
+long long num_bytes(const char *s, long long max, const char **errstr);
 
 /*
  * Parse a duration in seconds: a non-negative decimal, optionally with a
- * fraction and a suffix s, m or h. Returns seconds; errors as qb_strtonum.
+ * fraction and a suffix s, m or h. Returns seconds; errors as num_strtonum.
  */
-double qb_parse_seconds(const char *s, const char **errstr);
+double num_seconds(const char *s, const char **errstr);
 
 #endif

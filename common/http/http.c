@@ -80,19 +80,19 @@ settings(struct http *h)
 	double t;
 
 	if ((s = getenv("QB_MAX_RETRIES")) != NULL && *s != '\0') {
-		h->retries = (int)qb_strtonum(s, 0, 100, &e);
+		h->retries = (int)num_strtonum(s, 0, 100, &e);
 		if (e != NULL)
 			return qb_fail(QB_EX_CONFIG,
 			    "QB_MAX_RETRIES \"%s\" is %s", s, e);
 	}
 	if ((s = getenv("QB_BACKOFF_BASE")) != NULL && *s != '\0') {
-		h->backoff = qb_parse_seconds(s, &e);
+		h->backoff = num_seconds(s, &e);
 		if (e != NULL)
 			return qb_fail(QB_EX_CONFIG,
 			    "QB_BACKOFF_BASE \"%s\" is %s", s, e);
 	}
 	if ((s = getenv("QB_HTTP_TIMEOUT")) != NULL && *s != '\0') {
-		t = qb_parse_seconds(s, &e);
+		t = num_seconds(s, &e);
 		if (e == NULL && (t < 1 || t > 86400))
 			e = "out of range (1 s to 1 day)";
 		if (e != NULL)

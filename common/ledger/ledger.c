@@ -32,7 +32,7 @@ ledger_init(struct ledger *l, const char *path)
 	memset(l, 0, sizeof(*l));
 	l->fd = l->runfd = -1;
 	if ((s = getenv("QB_LOCK_WAIT")) != NULL && *s != '\0')
-		wait = qb_parse_seconds(s, &e);
+		wait = num_seconds(s, &e);
 	if (e != NULL)
 		return qb_fail(QB_EX_CONFIG, "QB_LOCK_WAIT \"%s\" is %s", s, e);
 	l->path = xstrdup(path);
@@ -319,7 +319,7 @@ append(struct ledger *l, const char *line, size_t len)
 	if (rc == 0 && (writeall(l->fd, line, len) == -1 ||
 	    writeall(l->fd, "\n", 1) == -1 || fsync(l->fd) == -1))
 		rc = -1;
-	if (rc == 0 && st.st_size == 0 && fsync_dir(l->path) == -1)
+	if (rc == 0 && st.st_size == 0 && afile_fsync_dir(l->path) == -1)
 		rc = -1;
 	if (rc != 0) {
 		qb_warnsys("ledger %s: cannot append", l->path);

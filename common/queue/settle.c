@@ -60,7 +60,7 @@ settle_excused(yajl_val v)
 }
 
 int
-deadletter_put(struct deadletter *d, yajl_gen g)
+settle_deadletter(struct deadletter *d, yajl_gen g)
 {
 	const unsigned char *p;
 	size_t n;
@@ -109,7 +109,7 @@ plan(struct settler *R, struct pend *p, struct qsettle *s, size_t n)
 		s[i].delay = fmin(R->rdelay * pow(2, (double)(rc - 1)), SQS_VIS_MAX);
 		if (p[i].dead) {
 			jout_val(R->g, p[i].v);
-			if (deadletter_put(R->dead, R->g) != 0) {
+			if (settle_deadletter(R->dead, R->g) != 0) {
 				p[i].skip = 1;
 				snprintf(s[i].why, sizeof(s[i].why),
 				    "the dead letter could not be written");

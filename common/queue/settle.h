@@ -21,7 +21,7 @@ struct deadletter {
 
 /* Write the finished record in g as a dead letter, then clear g;
  * returns 0 or a QB_EX_* status after saying why. */
-int deadletter_put(struct deadletter *d, yajl_gen g);
+int settle_deadletter(struct deadletter *d, yajl_gen g);
 
 /* Why the retry outcome v is not the item's fault ("account_error", or
  * an error code of the batch it was in), as a static phrase; NULL when

@@ -181,7 +181,7 @@ spool_commit(struct spool *s)
 	}
 	s->nstaged = 0;
 	if (rc == 0 && (mkpath(dst, sizeof(dst), s, "new", "x") == -1 ||
-	    fsync_dir(dst) == -1))
+	    afile_fsync_dir(dst) == -1))
 		return -1;
 	errno = e;
 	return rc;

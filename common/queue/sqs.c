@@ -159,13 +159,13 @@ retries(struct sqs *q)
 	q->retries = 4;
 	q->backoff = 0.5;
 	if ((v = envs("QB_MAX_RETRIES", NULL)) != NULL) {
-		q->retries = (int)qb_strtonum(v, 0, 100, &e);
+		q->retries = (int)num_strtonum(v, 0, 100, &e);
 		if (e != NULL)
 			return qb_fail(QB_EX_CONFIG, "QB_MAX_RETRIES \"%s\" is %s",
 			    v, e);
 	}
 	if ((v = envs("QB_BACKOFF_BASE", NULL)) != NULL) {
-		q->backoff = qb_parse_seconds(v, &e);
+		q->backoff = num_seconds(v, &e);
 		if (e != NULL)
 			return qb_fail(QB_EX_CONFIG, "QB_BACKOFF_BASE \"%s\" is %s",
 			    v, e);

@@ -3,28 +3,17 @@
  * (item.h).
  * SPDX-License-Identifier: ISC
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/idmap.h"
+#include "base/msg.h"
 #include "json/jsonl.h"
 #include "record/item.h"
 
 /* The members read here; each must appear once. */
 static const char *const ownkeys[] = { "id", "custom_id", "body", "params",
 	"url", "endpoint", "method", NULL };
-
-static int
-why(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* The id: "custom_id", else "id", a string of 1 to 64 [A-Za-z0-9_-]. */
 static int
@@ -36,13 +25,13 @@ item_id(const struct jscan *s, struct item *it, char *err, size_t errlen)
 	if ((iid = jscan_find(s, -1, "custom_id")) < 0)
 		iid = jscan_find(s, -1, "id");
 	if (iid < 0)
-		return why(err, errlen, "no \"id\" or \"custom_id\"");
+		return qb_reason(err, errlen, "no \"id\" or \"custom_id\"");
 	if ((it->id = jscan_sval(s, iid)) == NULL)
-		return why(err, errlen, "expected a string for \"%s\"",
+		return qb_reason(err, errlen, "expected a string for \"%s\"",
 		    s->span[iid].key);
 	it->idlen = s->span[iid].slen;
-	if ((bad = id_check(it->id, it->idlen)) != NULL)
-		return why(err, errlen, "%s: \"%.80s\"", bad, it->id);
+	if ((bad = idmap_check_id(it->id, it->idlen)) != NULL)
+		return qb_reason(err, errlen, "%s: \"%.80s\"", bad, it->id);
 	return 0;
 }
 
@@ -58,7 +47,7 @@ item_request(const struct jscan *s, const struct provider *p,
 	if ((it->ibody = jscan_find(s, -1, "body")) < 0)
 		it->ibody = jscan_find(s, -1, "params");
 	if (it->ibody < 0)
-		return why(err, errlen, "no \"body\" or \"params\" for id \"%s\"",
+		return qb_reason(err, errlen, "no \"body\" or \"params\" for id \"%s\"",
 		    it->id);
 	key = s->span[it->ibody].key;
 	/*
@@ -67,20 +56,20 @@ item_request(const struct jscan *s, const struct provider *p,
 	 */
 	if (p->line_format != PROVIDER_LINE_ANTHROPIC &&
 	    jscan_find(s, -1, "params") >= 0)
-		return why(err, errlen, "\"params\" is an Anthropic request, for "
+		return qb_reason(err, errlen, "\"params\" is an Anthropic request, for "
 		    "id \"%s\"; use -p anthropic", it->id);
 	if (s->span[it->ibody].type != JT_MAP)
-		return why(err, errlen, "\"%s\" is not an object for id \"%s\"",
+		return qb_reason(err, errlen, "\"%s\" is not an object for id \"%s\"",
 		    key, it->id);
 	if ((im = jscan_find(s, -1, "method")) >= 0 &&
 	    ((method = jscan_sval(s, im)) == NULL || strcmp(method, "POST") != 0))
-		return why(err, errlen, "method is not \"POST\" for id \"%s\"",
+		return qb_reason(err, errlen, "method is not \"POST\" for id \"%s\"",
 		    it->id);
 	if ((iu = jscan_find(s, -1, "url")) < 0)
 		iu = jscan_find(s, -1, "endpoint");
 	if (iu >= 0 && ((it->endpoint = jscan_sval(s, iu)) == NULL ||
 	    it->endpoint[0] != '/' || strpbrk(it->endpoint, "?#") != NULL))
-		return why(err, errlen, "\"%s\" is not a path such as "
+		return qb_reason(err, errlen, "\"%s\" is not a path such as "
 		    "/v1/chat/completions for id \"%s\"", s->span[iu].key, it->id);
 	return 0;
 }
@@ -94,10 +83,10 @@ item_body(const struct jscan *s, const struct provider *p, struct item *it,
 	int im;
 
 	if (jscan_dupkey(s, it->ibody, "model"))
-		return why(err, errlen, "key \"model\" given twice in \"%s\"", key);
+		return qb_reason(err, errlen, "key \"model\" given twice in \"%s\"", key);
 	if ((im = jscan_find(s, it->ibody, "model")) < 0 ||
 	    (it->model = jscan_sval(s, im)) == NULL || *it->model == '\0')
-		return why(err, errlen, "no model string in \"%s\" for id \"%s\"",
+		return qb_reason(err, errlen, "no model string in \"%s\" for id \"%s\"",
 		    key, it->id);
 	/*
 	 * Anthropic refuses a request without them, and a whole batch over
@@ -106,10 +95,10 @@ item_body(const struct jscan *s, const struct provider *p, struct item *it,
 	 */
 	if (p->line_format == PROVIDER_LINE_ANTHROPIC) {
 		if (jscan_find(s, it->ibody, "max_tokens") < 0)
-			return why(err, errlen, "no \"max_tokens\" in \"%s\" for id "
+			return qb_reason(err, errlen, "no \"max_tokens\" in \"%s\" for id "
 			    "\"%s\" (anthropic requires it)", key, it->id);
 		if (jscan_find(s, it->ibody, "messages") < 0)
-			return why(err, errlen, "no \"messages\" in \"%s\" for id "
+			return qb_reason(err, errlen, "no \"messages\" in \"%s\" for id "
 			    "\"%s\" (anthropic requires it)", key, it->id);
 	}
 	return 0;
@@ -133,7 +122,7 @@ item_check(struct jscan *s, const char *line, size_t len,
 		return -1;
 	it->outcome = jscan_sval(s, jscan_find(s, -1, "outcome"));
 	if (s->nspan == JSCAN_SPANS_MAX)
-		return why(err, errlen, "more than %d members in the record and "
+		return qb_reason(err, errlen, "more than %d members in the record and "
 		    "its body; no more are read", JSCAN_SPANS_MAX);
 	/*
 	 * A key given twice is read differently by different parsers (the
@@ -141,7 +130,7 @@ item_check(struct jscan *s, const char *line, size_t len,
 	 */
 	for (k = ownkeys; *k != NULL; k++)
 		if (jscan_dupkey(s, -1, *k))
-			return why(err, errlen, "key \"%s\" given twice", *k);
+			return qb_reason(err, errlen, "key \"%s\" given twice", *k);
 	if (item_id(s, it, err, errlen) == -1 ||
 	    item_request(s, p, it, err, errlen) == -1 ||
 	    item_body(s, p, it, err, errlen) == -1)

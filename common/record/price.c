@@ -68,7 +68,7 @@ take(struct prices *ps, const struct jsonl_reader *r, yajl_val v)
 }
 
 int
-prices_load(struct prices *ps, const char *path, int strict,
+price_load(struct prices *ps, const char *path, int strict,
     unsigned long *nbad)
 {
 	struct jsonl_reader r;
@@ -95,7 +95,7 @@ prices_load(struct prices *ps, const char *path, int strict,
 }
 
 void
-prices_free(struct prices *ps)
+price_free(struct prices *ps)
 {
 	size_t i;
 

@@ -30,7 +30,7 @@ struct prices {
  * QB_EX_NOINPUT when path cannot be opened, QB_EX_IOERR on a read error.
  * The prices read before a failure stay in ps.
  */
-int prices_load(struct prices *ps, const char *path, int strict,
+int price_load(struct prices *ps, const char *path, int strict,
     unsigned long *nbad);
 
 /*
@@ -42,6 +42,6 @@ int prices_load(struct prices *ps, const char *path, int strict,
 int price_find(const struct prices *ps, const char *model);
 
 /* Free what ps holds and empty it. */
-void prices_free(struct prices *ps);
+void price_free(struct prices *ps);
 
 #endif

@@ -10,24 +10,13 @@
  */
 #define _GNU_SOURCE	/* strcasestr */
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/msg.h"
 #include "base/num.h"
 #include "json/jout.h"
 #include "record/result.h"
-
-static int
-bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static int
 inlist(const char *s, const char *const *list)
@@ -68,7 +57,7 @@ mint(const struct jscan *s, const char *text, int parent, const char *key)
 		return -1;
 	memcpy(b, text + s->span[i].off, s->span[i].len);
 	b[s->span[i].len] = '\0';
-	v = qb_strtonum(b, 0, LLONG_MAX, &errstr);
+	v = num_strtonum(b, 0, LLONG_MAX, &errstr);
 	return errstr == NULL ? v : -1;
 }
 
@@ -144,7 +133,7 @@ openai_response(struct result_parser *p, struct result *r, int ir, int et,
 	if (mtype(s, ir, "status_code", &isc) != -1) {
 		r->http_status = mint(s, r->text, ir, "status_code");
 		if (r->http_status < 100 || r->http_status > 999)
-			return bad(err, errlen,
+			return qb_reason(err, errlen,
 			    "\"response.status_code\" is not an HTTP status");
 		if (mtype(s, ir, "body", ib) != JT_MAP)
 			*ib = -1;
@@ -200,7 +189,7 @@ openai_outcome(struct result *r, int ib, int et, char *err, size_t errlen)
 			r->outcome = result_error_outcome(r->etype, r->ecode);
 		}
 	} else
-		return bad(err, errlen, "neither a response nor an error");
+		return qb_reason(err, errlen, "neither a response nor an error");
 	/* A quota, billing or permission error is the account's. */
 	if (r->status == RESULT_ERRORED)
 		account_level(r);
@@ -224,9 +213,9 @@ parse_openai(struct result_parser *p, struct result *r, char *err,
 	rt = mtype(s, -1, "response", &ir);
 	et = mtype(s, -1, "error", &ie);
 	if (rt != -1 && rt != JT_NULL && rt != JT_MAP)
-		return bad(err, errlen, "\"response\" is neither an object nor null");
+		return qb_reason(err, errlen, "\"response\" is neither an object nor null");
 	if (et != -1 && et != JT_NULL && et != JT_MAP && et != JT_STRING)
-		return bad(err, errlen, "\"error\" is neither an object, a string nor null");
+		return qb_reason(err, errlen, "\"error\" is neither an object, a string nor null");
 	if (et == JT_MAP)
 		errfields(r, s, ie);
 	else if (et == JT_STRING)
@@ -288,12 +277,12 @@ parse_anthropic(struct result_parser *p, struct result *r, char *err,
 	int ir, im, ie, ii, id;
 
 	if (mtype(s, -1, "result", &ir) != JT_MAP)
-		return bad(err, errlen, "\"result\" is not an object");
+		return qb_reason(err, errlen, "\"result\" is not an object");
 	if ((type = mstr(s, ir, "type")) == NULL)
-		return bad(err, errlen, "no string \"result.type\"");
+		return qb_reason(err, errlen, "no string \"result.type\"");
 	if (strcmp(type, "succeeded") == 0) {
 		if (mtype(s, ir, "message", &im) != JT_MAP)
-			return bad(err, errlen, "succeeded result without a message object");
+			return qb_reason(err, errlen, "succeeded result without a message object");
 		b = &s->span[im];
 		r->resp_off = b->off;
 		r->resp_len = b->len;
@@ -328,7 +317,7 @@ parse_anthropic(struct result_parser *p, struct result *r, char *err,
 		r->status = RESULT_EXPIRED;
 		r->outcome = OUTCOME_RETRY;
 	} else
-		return bad(err, errlen, "unknown result type \"%.40s\"", type);
+		return qb_reason(err, errlen, "unknown result type \"%.40s\"", type);
 	return 0;
 }
 
@@ -348,16 +337,16 @@ parse_qb(struct result_parser *p, struct result *r, char *err, size_t errlen)
 	int i, t;
 
 	if ((st = mstr(s, -1, "status")) == NULL)
-		return bad(err, errlen, "\"status\" is not a string");
+		return qb_reason(err, errlen, "\"status\" is not a string");
 	for (i = 0; words[i] != NULL && strcmp(words[i], st) != 0; i++)
 		;
 	if (words[i] == NULL)
-		return bad(err, errlen, "unknown status \"%.40s\"", st);
+		return qb_reason(err, errlen, "unknown status \"%.40s\"", st);
 	r->status = (enum result_status)i;
 	if ((t = mtype(s, -1, "http_status", &i)) != -1 && t != JT_NULL) {
 		r->http_status = mint(s, r->text, -1, "http_status");
 		if (r->http_status < 100 || r->http_status > 999)
-			return bad(err, errlen, "\"http_status\" is not an HTTP status");
+			return qb_reason(err, errlen, "\"http_status\" is not an HTTP status");
 	}
 	if ((t = mtype(s, -1, "error", &i)) != -1 && t != JT_NULL) {
 		r->err_off = s->span[i].off;
@@ -467,10 +456,10 @@ result_parse(struct result_parser *p, const char *line, size_t len,
 	else
 		return 1;
 	if ((r->id = jscan_sval(s, iid)) == NULL)
-		return bad(err, errlen, "\"%s\" is not a string", s->span[iid].key);
+		return qb_reason(err, errlen, "\"%s\" is not a string", s->span[iid].key);
 	r->idlen = s->span[iid].slen;
 	if (r->idlen == 0 || memchr(r->id, '\0', r->idlen) != NULL)
-		return bad(err, errlen, "\"%s\" is empty or holds a NUL",
+		return qb_reason(err, errlen, "\"%s\" is empty or holds a NUL",
 		    s->span[iid].key);
 	switch (r->kind) {
 	case RESULT_OPENAI:

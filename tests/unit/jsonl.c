@@ -236,11 +236,11 @@ test_ids(void)
 	int isnew, good = 1;
 	size_t i;
 
-	TAP_OK(id_check("doc-42_x", 8) == NULL, "valid id");
-	TAP_OK(id_check("doc/7 #a", 8) != NULL, "id with / space # refused");
-	TAP_OK(id_check("", 0) != NULL, "empty id refused");
+	TAP_OK(idmap_check_id("doc-42_x", 8) == NULL, "valid id");
+	TAP_OK(idmap_check_id("doc/7 #a", 8) != NULL, "id with / space # refused");
+	TAP_OK(idmap_check_id("", 0) != NULL, "empty id refused");
 	memset(key, 'x', sizeof(key));
-	TAP_OK(id_check(key, 32) == NULL, "32 characters fine");
+	TAP_OK(idmap_check_id(key, 32) == NULL, "32 characters fine");
 
 	idmap_init(&m);
 	for (i = 0; i < 5000; i++) {

@@ -41,7 +41,7 @@ main(void)
 	    f);
 	fclose(f);
 	fprintf(stderr, "# three lines are expected to be reported below\n");
-	rc = prices_load(&P, path, 0, &bad);
+	rc = price_load(&P, path, 0, &bad);
 	TAP_OK(rc == 0 && bad == 3, "three lines skipped: not JSON, a negative price, a second price");
 	TAP_OK(P.n == 3, "three prices kept");
 	TAP_OK(P.n >= 1 && P.p[0].in == 1.25 && P.p[0].out == 5,
@@ -54,17 +54,17 @@ main(void)
 	tap_is(priced("claude-3-5-haiku-20241022"), "claude-3-5-haiku", "Anthropic's dated names too");
 	tap_is(priced("gpt-4"), "-", "a shorter name has none");
 	tap_is(priced(NULL), "-", "no model, no price");
-	prices_free(&P);
-	TAP_OK(P.n == 0 && P.p == NULL, "prices_free empties");
+	price_free(&P);
+	TAP_OK(P.n == 0 && P.p == NULL, "price_free empties");
 	fprintf(stderr, "# then its first bad line under strict, and a missing file\n");
 	bad = 0;
-	rc = prices_load(&P, path, 1, &bad);
+	rc = price_load(&P, path, 1, &bad);
 	TAP_OK(rc == QB_EX_DATAERR && bad == 1 && P.n == 2,
 	    "strict: the first bad line returns 65, the prices before it kept");
-	prices_free(&P);
+	price_free(&P);
 	unlink(path);
 	bad = 0;
-	TAP_OK(prices_load(&P, path, 0, &bad) == QB_EX_NOINPUT && P.n == 0,
+	TAP_OK(price_load(&P, path, 0, &bad) == QB_EX_NOINPUT && P.n == 0,
 	    "a missing file returns 66");
 	return tap_done();
 }
