@@ -242,9 +242,9 @@ is "$(count "$T/aon/new"):$(count "$T/aon/cur"):$(count "$T/aon/tmp")" "1995:5:0
 like "$(cat "$T/err")" 'all.gz:1: id "doc-1" is already queued; skipped' "-v names the skipped"
 # --strict stops at the first bad line with 65 and reads no further:
 # --enqueue keeps the inputs before it and stages nothing of its own or
-# of those after it; --settle settles only the chunks of ten before it
-# (the rest stay leased and come back); on standard input the lines
-# before it are passed on.
+# of those after it; --settle settles the records before it (left
+# leased, a done item would come back and be paid for again); on standard
+# input the lines before it are passed on.
 items 1 2 >"$T/st1"
 printf '{"id":"st3"}\nnot json\n' >"$T/st2"
 items 4 4 >"$T/st4"
@@ -263,8 +263,8 @@ qb-drain -Q dir:"$T/strict" -n 20 -t 0.2 >"$T/stw"
 	echo 'not json'
 } >"$T/sto"
 check_exit 65 "--settle --strict: a bad line" qb-drain --settle --strict "$T/sto"
-is "$(wc -l <"$T/out" | tr -d ' '):$(count "$T/strict/cur")" "0:3" \
-	"--settle --strict: the records of its chunk stay leased"
+is "$(wc -l <"$T/out" | tr -d ' '):$(count "$T/strict/cur")" "3:0" \
+	"--settle --strict: the records before it are settled, none left leased"
 check_exit 65 "-Q - --strict: a bad line" sh -c "qb-drain -Q - --strict -t 5 <'$T/bad'"
 is "$(jqr .id "$T/out")" "a" "-Q - --strict: the line before it passed on"
 done_testing

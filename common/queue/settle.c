@@ -255,11 +255,12 @@ pending(const struct settler *R, yajl_val v, struct pend *p)
 /*
  * Settle the outcome records of the input r in chunks of SQS_BATCH_MAX;
  * p holds *n read but not yet settled, across inputs. Returns 0 or the
- * status that stops the run.
+ * status that stops the run; *instop is set when the input stopped it (a
+ * read error, a bad line under --strict), not the queue.
  */
 static int
 settle_input(struct settler *R, struct jsonl_reader *r, struct pend *p,
-    size_t *n)
+    size_t *n, int *instop)
 {
 	const char *why;
 	yajl_val v;
@@ -268,15 +269,19 @@ settle_input(struct settler *R, struct jsonl_reader *r, struct pend *p,
 	int ch, rc;
 
 	while ((ch = jsonl_next(r, &line, &len)) != JSONL_EOF) {
-		if (ch == JSONL_IOERR)
+		if (ch == JSONL_IOERR) {
+			*instop = 1;
 			return QB_EX_IOERR;	/* reported */
+		}
 		v = ch == JSONL_BAD ? NULL : jsonl_tree(r, line, len);
 		if ((why = refuse(R, v)) != NULL) {
 			if (*why != '\0')
 				qb_lwarn(r->name, r->lineno, "%s", why);
 			yajl_tree_free(v);
-			if (R->strict)
+			if (R->strict) {
+				*instop = 1;
 				return QB_EX_DATAERR;
+			}
 			R->rc = QB_EX_PARTIAL;
 			continue;
 		}
@@ -302,21 +307,28 @@ settle_files(struct settler *R, char **files, int nfiles)
 	struct pend p[SQS_BATCH_MAX];
 	const char *path;
 	size_t i, n = 0;
-	int k, rc = 0;
+	int k, rc = 0, st, instop = 0;
 
 	for (k = 0; k < (nfiles ? nfiles : 1) && rc == 0; k++) {
 		path = nfiles ? files[k] : "-";
 		if (jsonl_open(&r, path) == -1) {
 			rc = qb_failsys(QB_EX_NOINPUT, "%s", nfiles ? path :
 			    "<stdin>");
+			instop = 1;
 			break;
 		}
-		rc = settle_input(R, &r, p, &n);
+		rc = settle_input(R, &r, p, &n, &instop);
 		jsonl_close(&r);
 	}
-	if (rc == 0 && n > 0)
-		rc = settle_chunk(R, p, n);
-	else	/* stopped: what was read but not settled stays leased */
+	/*
+	 * The outcomes read before an input stopped the run are settled all
+	 * the same: left leased, a done item would come back and be paid for
+	 * again. After the queue failed, what was read stays leased.
+	 */
+	if ((rc == 0 || instop) && n > 0) {
+		if ((st = settle_chunk(R, p, n)) != 0 && rc == 0)
+			rc = st;
+	} else
 		for (i = 0; i < n; i++)
 			yajl_tree_free(p[i].v);
 	return rc != 0 ? rc : R->rc;
