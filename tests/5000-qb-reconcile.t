@@ -108,7 +108,7 @@ is "$rc:$(col '"\(.id)=\(.outcome)=\(.body.messages[0].content)"')" "1:x1=done=n
 recin "$D/expired.requests.jsonl" -r - "$C/expired.output.jsonl"
 is "$rc:$(col '"\(.id)=\(.outcome)=\(.body.messages[0].content)"')" "1:x1=done=null x2=retry=two x3=retry=three " "requests on a pipe (-r -): indexed and re-read"
 
-# a request json_scan cannot record whole (over 64 members, a long key) still carries through
+# a request the span scanner cannot record whole (over 64 members, a long key) still carries through
 jq -nc '{meta: ([range(70) | {key: "k\(.)", value: .}] | from_entries), ("x" * 80): 1, body: {model: "m1", messages: []}, endpoint: "/v1/embeddings", custom_id: "wide"}' >"$T/wide.req"
 rec -r "$T/wide.req" "$T/other.res"
 is "$(col '"\(.id) \(.meta | length) \(.meta.k69) \(.endpoint) \(.body.model) \(has("x" * 80))"')" "wide 70 69 /v1/embeddings m1 true " "a wide request: indexed and carried whole"
