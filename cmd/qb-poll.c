@@ -297,8 +297,7 @@ poll_one(struct poll *P, struct job *j)
 		failed(P, j, "cannot poll this provider", 0);
 		return;
 	}
-	if ((rc = provider_check(p, P->o->po.base, P->o->po.keyfile, 1)) != 0 ||
-	    (rc = provider_conn(&P->conns, p, &h)) != 0)
+	if ((rc = provider_conn(&P->conns, p, &h)) != 0)
 		exit(rc);
 	h->deadline = P->deadline;
 	if ((rc = o->get(h, id, &batch)) != 0) {

@@ -290,8 +290,7 @@ reap_one(struct reap *R, struct job *j)
 	}
 	cancel = !lost && stale(R, j);
 	post = cancel && !R->o->dry;	/* --dry-run: GETs only */
-	if ((rc = provider_check(p, R->o->po.base, R->o->po.keyfile, 1)) != 0 ||
-	    (rc = provider_conn(&R->conns, p, &h)) != 0)
+	if ((rc = provider_conn(&R->conns, p, &h)) != 0)
 		exit(rc);
 	rc = post ? o->cancel(h, id, &b) : o->get(h, id, &b);
 	if (rc == 0 && o->job(b, &j->pj, err, sizeof(err)) != 0) {

@@ -82,8 +82,7 @@ conn(struct custody *c, struct custody_file *f)
 	struct http *h;
 	int rc;
 
-	if ((rc = provider_check(f->p, c->conns->base, c->conns->keyfile,
-	    1)) != 0 || (rc = provider_conn(c->conns, f->p, &h)) != 0) {
+	if ((rc = provider_conn(c->conns, f->p, &h)) != 0) {
 		f->status = rc;
 		f->fatal = 1;
 		return NULL;

@@ -44,8 +44,7 @@ conn(struct submit *r, const struct provider *p)
 	struct http *h;
 	int rc;
 
-	if ((rc = provider_check(p, r->o->base, r->o->keyfile, 1)) != 0 ||
-	    (rc = provider_conn(&r->conns, p, &h)) != 0) {
+	if ((rc = provider_conn(&r->conns, p, &h)) != 0) {
 		r->fatal = rc;
 		return NULL;
 	}

@@ -171,7 +171,8 @@ provider_conn(struct provider_conns *c, const struct provider *p,
 		}
 	if (c->n == (int)(sizeof(c->p) / sizeof(c->p[0])))
 		qb_bug("too many providers in one run");
-	if ((rc = provider_open(p, &c->h[c->n], c->base, c->keyfile)) != 0)
+	if ((rc = provider_check(p, c->base, c->keyfile, 1)) != 0 ||
+	    (rc = provider_open(p, &c->h[c->n], c->base, c->keyfile)) != 0)
 		return rc;
 	c->p[c->n] = p;
 	*h = &c->h[c->n++];

@@ -129,9 +129,10 @@ struct provider_conns {
 };
 
 /*
- * Point *h at the connection to p, opened on first use. Returns 0, or
- * the status of a provider_open that failed (reported); it is tried
- * again on the next call.
+ * Point *h at the connection to p, opened on first use after
+ * provider_check (with the key) passes. Returns 0, or the status of a
+ * check or provider_open that failed (reported); both are tried again on
+ * the next call.
  */
 int provider_conn(struct provider_conns *c, const struct provider *p,
     struct http **h);
